@@ -1,0 +1,71 @@
+"""Choosing a source and building the spec: the only place that knows their priority."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from pydantic import ValidationError
+
+from clusterenv._gpu import probe_gpus
+from clusterenv._spec import ResourceSpec, Source
+from clusterenv.exceptions import InconsistentEnvironmentError, InvalidVariableError
+from clusterenv.sources.base import Detector, EnvReader, GpuProbe
+from clusterenv.sources.local import LocalDetector
+from clusterenv.sources.slurm import SlurmDetector
+from clusterenv.sources.torchelastic import TorchElasticDetector
+
+__all__ = ["DETECTORS", "FORCE_VARIABLE", "detect_environment"]
+
+#: Names a source to use regardless of what else is set; ``local`` ignores every scheduler.
+FORCE_VARIABLE = "CLUSTERENV_SOURCE"
+
+#: Highest priority first. torchrun wins over Slurm: inside an allocation it is torchrun
+#: that started this process. Local always matches and comes last.
+DETECTORS: tuple[Detector, ...] = (TorchElasticDetector(), SlurmDetector(), LocalDetector())
+
+
+def _choose(env: Mapping[str, str]) -> Detector:
+    forced = env.get(FORCE_VARIABLE, "").strip().lower()
+    if not forced:
+        return next(detector for detector in DETECTORS if detector.present(env))
+    for detector in DETECTORS:
+        if detector.source.value == forced:
+            return detector
+    names = ", ".join(source.value for source in Source)
+    raise InvalidVariableError(
+        f"{FORCE_VARIABLE}={env[FORCE_VARIABLE]!r} is not a known source",
+        variables=(FORCE_VARIABLE,),
+        hint=f"use one of {names}, or unset it to detect the source automatically",
+    )
+
+
+def detect_environment(
+    env: Mapping[str, str] | None = None, *, gpu_probe: GpuProbe | None = None
+) -> ResourceSpec:
+    """Describe the resources of this process and its place in the job.
+
+    ``env`` defaults to ``os.environ``. ``gpu_probe`` returns the CUDA device ids of this
+    machine and is only called where ``CUDA_VISIBLE_DEVICES`` is unset; by default NVML,
+    the NVIDIA driver's /proc entries or ``nvidia-smi -L`` are asked (never torch).
+
+    Raises a :class:`~clusterenv.ClusterEnvError` subclass, naming the variables, for any
+    environment that does not describe a valid job; never any other exception.
+    """
+    reader = EnvReader(os.environ if env is None else env)
+    fields = _choose(reader.env).read(reader, gpu_probe or probe_gpus)
+    origins = {field: reader.describe(field) for field in reader.origins}
+    try:
+        return ResourceSpec.model_validate(fields, context={"origins": origins})
+    except ValidationError as error:
+        problems = "; ".join(
+            detail["msg"].removeprefix("Value error, ") for detail in error.errors()
+        )
+        involved = (names for field, names in reader.origins.items() if f"{field}=" in problems)
+        used = tuple(dict.fromkeys(name for names in involved for name in names))
+        raise InconsistentEnvironmentError(
+            f"the {fields['source'].value} environment is contradictory: {problems}",
+            variables=used,
+            hint="these variables are set by the launcher together; look for ones set by hand "
+            "or inherited from an outer job",
+        ) from None

@@ -1,0 +1,74 @@
+"""Which CUDA devices this process may use, without importing torch."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+
+from clusterenv.sources.base import EnvReader, GpuProbe
+
+__all__ = ["parse_cuda_visible_devices", "probe_gpus", "visible_gpus"]
+
+_INDEX = re.compile(r"[0-9]+")
+_UUID = re.compile(r"(GPU|MIG)-[0-9A-Za-z/._-]+")
+_PROC_GPUS = "/proc/driver/nvidia/gpus"
+
+
+def parse_cuda_visible_devices(value: str) -> tuple[str, ...]:
+    """Device ids in ``CUDA_VISIBLE_DEVICES``, as the CUDA runtime reads them.
+
+    CUDA stops at the first entry that is not an index or a ``GPU-``/``MIG-`` UUID, so
+    ``""``, ``"-1"`` and Slurm's ``"NoDevFiles"`` mean no GPU and ``"0,-1,1"`` means ``0``.
+    """
+    devices: list[str] = []
+    for entry in (item.strip() for item in value.split(",")):
+        if not (_INDEX.fullmatch(entry) or _UUID.fullmatch(entry)):
+            break
+        devices.append(entry)
+    return tuple(devices)
+
+
+def probe_gpus() -> tuple[str, ...]:
+    """Indices of the NVIDIA GPUs on this machine: NVML, else the driver's /proc, else nvidia-smi.
+
+    Never raises: a missing or broken driver means no GPU.
+    """
+    try:
+        import pynvml  # noqa: PLC0415 - the optional `nvml` extra, only imported when probing
+    except ImportError:
+        pass
+    else:
+        try:
+            pynvml.nvmlInit()
+            try:
+                return tuple(str(i) for i in range(pynvml.nvmlDeviceGetCount()))
+            finally:
+                pynvml.nvmlShutdown()
+        except pynvml.NVMLError:
+            pass
+    try:
+        return tuple(str(i) for i in range(len(os.listdir(_PROC_GPUS))))
+    except OSError:
+        pass
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return ()
+    try:
+        listing = subprocess.run(
+            [smi, "-L"], capture_output=True, text=True, timeout=10, check=True
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    count = sum(line.startswith("GPU ") for line in listing.stdout.splitlines())
+    return tuple(str(i) for i in range(count))
+
+
+def visible_gpus(reader: EnvReader, gpu_probe: GpuProbe) -> tuple[str, ...]:
+    """``CUDA_VISIBLE_DEVICES`` when set (even empty), else whatever ``gpu_probe`` finds."""
+    value = reader.env.get("CUDA_VISIBLE_DEVICES")
+    if value is None:
+        return tuple(gpu_probe())
+    reader.note("visible_devices", "CUDA_VISIBLE_DEVICES")
+    return parse_cuda_visible_devices(value)

@@ -1,0 +1,98 @@
+"""The one result type: :class:`ResourceSpec`, validated once when it is built."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
+
+__all__ = ["Accelerator", "ResourceSpec", "Role", "Source"]
+
+
+class Source(str, Enum):
+    """Where the description came from: the scheduler or launcher that was detected."""
+
+    SLURM = "slurm"
+    TORCHELASTIC = "torchelastic"
+    LOCAL = "local"
+
+
+class Role(str, Enum):
+    """What this process is within the job.
+
+    Only ``rank`` processes are one of ``world_size`` workers; the others describe an
+    allocation from outside it, and the ranks still have to be started (``srun``).
+    """
+
+    RANK = "rank"  # one task of a started launch: an srun step or a torchrun worker
+    BATCH = "batch"  # the body of an sbatch script (Slurm's batch step), on the first node
+    SHELL = "shell"  # the shell that salloc opened on the submit host
+    STANDALONE = "standalone"  # no launcher; a framework may spawn the local ranks itself
+
+
+class Accelerator(str, Enum):
+    GPU = "gpu"
+    CPU = "cpu"
+
+
+_Count = Annotated[int, Field(ge=1)]
+_Index = Annotated[int, Field(ge=0)]
+
+
+class ResourceSpec(BaseModel):
+    """The resources of this process and its place in the job. Immutable.
+
+    ``devices_per_node`` is the number of ranks on this process's node (the value for
+    Lightning's ``devices``); ``gpus_per_node`` the GPUs allocated per node, 0 for none.
+    ``hostnames`` is empty where the launcher does not name the nodes (torchrun, local).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source: Source
+    role: Role
+    num_nodes: _Count
+    devices_per_node: _Count
+    world_size: _Count
+    global_rank: _Index
+    local_rank: _Index
+    node_rank: _Index
+    master_addr: Annotated[str, Field(min_length=1)]
+    master_port: Annotated[int, Field(ge=1, le=65535)]
+    job_id: str | None = None
+    hostnames: tuple[str, ...] = ()
+    accelerator: Accelerator
+    gpus_per_node: _Index = 0
+    visible_devices: tuple[str, ...] = ()
+
+    @property
+    def is_main_process(self) -> bool:
+        """True on global rank 0, the process that should log, print and save."""
+        return self.global_rank == 0
+
+    @model_validator(mode="after")
+    def _check_invariants(self, info: ValidationInfo) -> ResourceSpec:
+        origins: dict[str, str] = (info.context or {}).get("origins", {})
+
+        def show(field: str) -> str:
+            origin = origins.get(field)
+            return f"{field}={getattr(self, field)}" + (f" (from {origin})" if origin else "")
+
+        def require(condition: bool, left: str, relation: str, right: str) -> None:
+            if not condition:
+                raise ValueError(f"{show(left)} must be {relation} {show(right)}")
+
+        require(self.global_rank < self.world_size, "global_rank", "less than", "world_size")
+        require(self.node_rank < self.num_nodes, "node_rank", "less than", "num_nodes")
+        require(
+            self.local_rank < self.devices_per_node, "local_rank", "less than", "devices_per_node"
+        )
+        require(self.num_nodes <= self.world_size, "num_nodes", "at most", "world_size")
+        if self.hostnames and len(self.hostnames) != self.num_nodes:
+            raise ValueError(
+                f"{show('hostnames')} names {len(self.hostnames)} hosts, not {show('num_nodes')}"
+            )
+        if (self.accelerator is Accelerator.GPU) != (self.gpus_per_node > 0):
+            raise ValueError(f"{show('accelerator')} contradicts {show('gpus_per_node')}")
+        return self

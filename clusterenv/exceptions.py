@@ -1,0 +1,55 @@
+"""Every error clusterenv raises.
+
+All of them derive from :class:`ClusterEnvError`, itself a :class:`ValueError`, so
+``except ValueError`` keeps working for callers that do not know clusterenv. Each
+message names the variable(s) involved, the value found, and a ``HINT:`` saying what
+to do about it::
+
+    ClusterEnvError
+    ├── MissingVariableError           a variable the source needs is not set
+    ├── InvalidVariableError           a variable is set but its value cannot be parsed
+    │   └── HostlistError              a Slurm hostlist is malformed
+    └── InconsistentEnvironmentError   values parse, but contradict each other
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "ClusterEnvError",
+    "HostlistError",
+    "InconsistentEnvironmentError",
+    "InvalidVariableError",
+    "MissingVariableError",
+]
+
+
+class ClusterEnvError(ValueError):
+    """Base class: the environment does not describe a usable set of resources.
+
+    ``variables`` names the environment variables involved (may be empty when the
+    input did not come from the environment, e.g. a direct ``expand_hostlist`` call)
+    and ``hint`` says what to do.
+    """
+
+    def __init__(self, message: str, *, variables: Sequence[str] = (), hint: str = "") -> None:
+        self.variables = tuple(variables)
+        self.hint = hint
+        super().__init__(f"{message}. HINT: {hint}" if hint else message)
+
+
+class MissingVariableError(ClusterEnvError):
+    """A variable that the detected (or forced) source needs is not set."""
+
+
+class InvalidVariableError(ClusterEnvError):
+    """A variable is set, but its value has the wrong format or is out of range."""
+
+
+class HostlistError(InvalidVariableError):
+    """A Slurm hostlist expression (e.g. ``cn[001-004]``) is malformed."""
+
+
+class InconsistentEnvironmentError(ClusterEnvError):
+    """Values parse on their own but contradict each other (e.g. rank >= world size)."""

@@ -1,0 +1,1 @@
+"""One module per scheduler or launcher, all behind :class:`~clusterenv.sources.base.Detector`."""

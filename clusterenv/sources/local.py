@@ -1,0 +1,51 @@
+"""No scheduler and no launcher: one process that owns this machine's GPUs (or its CPU)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from clusterenv._gpu import visible_gpus
+from clusterenv._spec import Accelerator, Role, Source
+from clusterenv.sources.base import Detector, EnvReader, GpuProbe
+
+__all__ = ["DEFAULT_PORT", "LocalDetector"]
+
+#: torch.distributed's customary default, used when ``MASTER_PORT`` is not set.
+DEFAULT_PORT = 29500
+
+
+class LocalDetector(Detector):
+    """Always present: the fallback when nothing else is detected.
+
+    World size is the number of visible GPUs (one rank each, spawned by the framework)
+    or 1 on CPU; the main address is ``MASTER_ADDR`` or the loopback address.
+    """
+
+    source = Source.LOCAL
+
+    def present(self, env: Mapping[str, str]) -> bool:
+        return True
+
+    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> dict[str, Any]:
+        devices = visible_gpus(reader, gpu_probe)
+        master_addr = reader.env.get("MASTER_ADDR", "").strip()
+        if master_addr:
+            reader.note("master_addr", "MASTER_ADDR")
+        return {
+            "source": self.source,
+            "role": Role.STANDALONE,
+            "num_nodes": 1,
+            "devices_per_node": max(1, len(devices)),
+            "world_size": max(1, len(devices)),
+            "global_rank": 0,
+            "local_rank": 0,
+            "node_rank": 0,
+            "master_addr": master_addr or "127.0.0.1",
+            "master_port": reader.port(
+                DEFAULT_PORT, hint="export MASTER_PORT as a free TCP port, or unset it"
+            ),
+            "accelerator": Accelerator.GPU if devices else Accelerator.CPU,
+            "gpus_per_node": len(devices),
+            "visible_devices": devices,
+        }

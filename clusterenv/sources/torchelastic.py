@@ -1,0 +1,55 @@
+"""torchrun / torch.distributed.run (torchelastic) workers.
+
+Detected by ``TORCHELASTIC_RUN_ID`` alone: it is set for every rendezvous, including the
+static one where its value is the literal ``none``. It wins over Slurm, because inside
+an allocation torchrun, not srun, is what started this process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from clusterenv._gpu import visible_gpus
+from clusterenv._spec import Accelerator, Role, Source
+from clusterenv.sources.base import Detector, EnvReader, GpuProbe
+
+__all__ = ["TorchElasticDetector"]
+
+_HINT = (
+    "torchrun sets this for every worker; start the script with torchrun, or set "
+    "CLUSTERENV_SOURCE to the launcher you actually use"
+)
+
+
+class TorchElasticDetector(Detector):
+    source = Source.TORCHELASTIC
+
+    def present(self, env: Mapping[str, str]) -> bool:
+        return "TORCHELASTIC_RUN_ID" in env
+
+    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> dict[str, Any]:
+        def integer(field: str, name: str, minimum: int = 0) -> int:
+            return reader.integer(field, name, hint=_HINT, minimum=minimum)
+
+        devices = visible_gpus(reader, gpu_probe)
+        local_world_size = integer("devices_per_node", "LOCAL_WORLD_SIZE", minimum=1)
+        run_id = reader.env.get("TORCHELASTIC_RUN_ID", "").strip()
+        if run_id not in ("", "none"):
+            reader.note("job_id", "TORCHELASTIC_RUN_ID")
+        return {
+            "source": self.source,
+            "role": Role.RANK,
+            "num_nodes": integer("num_nodes", "GROUP_WORLD_SIZE", minimum=1),
+            "devices_per_node": local_world_size,
+            "world_size": integer("world_size", "WORLD_SIZE", minimum=1),
+            "global_rank": integer("global_rank", "RANK"),
+            "local_rank": integer("local_rank", "LOCAL_RANK"),
+            "node_rank": integer("node_rank", "GROUP_RANK"),
+            "master_addr": reader.text("master_addr", "MASTER_ADDR", hint=_HINT),
+            "master_port": reader.port(None, hint=_HINT),
+            "job_id": run_id if run_id not in ("", "none") else None,
+            "accelerator": Accelerator.GPU if devices else Accelerator.CPU,
+            "gpus_per_node": len(devices),
+            "visible_devices": devices,
+        }
