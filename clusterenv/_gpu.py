@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
 
 from clusterenv.sources.base import EnvReader, GpuProbe
 
@@ -52,6 +50,9 @@ def probe_gpus() -> tuple[str, ...]:
         return tuple(str(i) for i in range(len(os.listdir(_PROC_GPUS))))
     except OSError:
         pass
+    import shutil  # noqa: PLC0415 - only here: these imports would cost every caller ~5 ms
+    import subprocess  # noqa: PLC0415
+
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return ()

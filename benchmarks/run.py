@@ -1,0 +1,95 @@
+"""Benchmarks, reported as ratios measured in one run (min and median of many repeats).
+
+    nox -s bench            # or: python benchmarks/run.py [--repeat N]
+
+Prints a markdown table. Targets: import + detect <= `import pydantic` + 30 ms;
+expand_hostlist no slower than python-hostlist; first host of 10^5 hosts < 1 ms.
+Slurm refuses one range of more than 65536 hosts, so the 10^5 list is
+cn[000001-050000,050001-100000]. `import pydantic` is lazy: the floor for anything that
+validates one pydantic model is the "one model validated" row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+import hostlist as python_hostlist
+
+from clusterenv import compress_hostlist, expand_hostlist, first_host
+
+
+def _times(run: Callable[[], object], repeat: int) -> tuple[float, float]:
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run()
+        samples.append(time.perf_counter() - start)
+    return min(samples), statistics.median(samples)
+
+
+def _python(code: str) -> Callable[[], object]:
+    return lambda: subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=20, help="repeats per measurement")
+    repeat = parser.parse_args().repeat
+
+    rows: list[tuple[str, float, float, str]] = []
+
+    def measure(name: str, run: Callable[[], object], baseline: str | None = None) -> None:
+        low, median = _times(run, repeat)
+        ratio = ""
+        if baseline is not None:
+            base = next(row for row in rows if row[0] == baseline)
+            ratio = f"{median / base[2]:.2f}x `{baseline}`"
+        rows.append((name, low, median, ratio))
+
+    measure("python -c pass", _python("pass"))
+    measure("import pydantic", _python("import pydantic"), "python -c pass")
+    measure(
+        "pydantic BaseModel, one model validated",
+        _python("from pydantic import BaseModel\nclass M(BaseModel): x: int\nM(x=1)"),
+        "import pydantic",
+    )
+    measure(
+        "import clusterenv; detect_environment()",
+        _python("import clusterenv; clusterenv.detect_environment()"),
+        "import pydantic",
+    )
+    for size, hosts in (("10^3", "cn[0001-1000]"), ("10^5", "cn[000001-050000,050001-100000]")):
+        measure(
+            f"python-hostlist expand {size}", lambda h=hosts: python_hostlist.expand_hostlist(h)
+        )
+        measure(
+            f"expand_hostlist {size}",
+            lambda h=hosts: expand_hostlist(h),
+            f"python-hostlist expand {size}",
+        )
+    big = "r[001-100]n[0001-1000]"
+    measure("first_host 10^5 (r[001-100]n[0001-1000])", lambda: first_host(big))
+    names = expand_hostlist(big)
+    measure("python-hostlist collect 10^5", lambda: python_hostlist.collect_hostlist(names))
+    measure(
+        "compress_hostlist 10^5", lambda: compress_hostlist(names), "python-hostlist collect 10^5"
+    )
+
+    print(f"| measurement ({repeat} repeats) | min ms | median ms | ratio of medians |")
+    print("|---|---:|---:|---|")
+    for name, low, median, ratio in rows:
+        print(f"| {name} | {low * 1e3:.2f} | {median * 1e3:.2f} | {ratio} |")
+    pydantic_row = next(row for row in rows if row[0] == "import pydantic")
+    detect_row = next(row for row in rows if row[0].startswith("import clusterenv"))
+    model_row = next(row for row in rows if row[0].startswith("pydantic BaseModel"))
+    for name, row in (("import pydantic", pydantic_row), ("one pydantic model", model_row)):
+        print(f"import + detect - {name} = {(detect_row[2] - row[2]) * 1e3:.1f} ms (medians)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,39 @@
+"""Developer and CI sessions: `nox` runs tests, lint and typecheck; `nox -s bench` benchmarks."""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["tests", "lint", "typecheck"]
+nox.options.reuse_existing_virtualenvs = True
+
+# The CPU wheel of torch, for torchrun launches; an unpinned torch pulls CUDA wheels.
+TORCH = "torch==2.13.0"
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The whole suite, real launchers included (the Slurm cluster is started as needed)."""
+    session.install(TORCH)
+    session.install("-e", ".[dev]")
+    session.run("pytest", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    session.install("ruff")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    session.install("-e", ".[dev]")
+    session.run("mypy")
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Ratios measured in one run: import/detect cost and hostlist speed."""
+    session.install("-e", ".[dev]")
+    session.run("python", "benchmarks/run.py", *session.posargs)

@@ -1,0 +1,35 @@
+"""Which variables a capture keeps, and how machine-specific values are scrubbed."""
+
+from __future__ import annotations
+
+import re
+import socket
+from collections.abc import Mapping
+
+PREFIXES = ("SLURM_", "SLURMD_", "TORCHELASTIC_", "OMPI_", "PMI_", "PMIX_", "MPI_", "CUDA_")
+NAMES = frozenset(
+    [
+        *("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE"),
+        *("ROLE_RANK", "ROLE_WORLD_SIZE", "ROLE_NAME", "MASTER_ADDR", "MASTER_PORT", "NODE_RANK"),
+        *("ENVIRONMENT", "OMP_NUM_THREADS", "CLUSTERENV_SOURCE"),
+    ]
+)
+# Values that are paths or secrets on the recording machine, not launcher semantics.
+_SCRUBBED = re.compile(r"(DIR|CONF|FILE|URI|_FD|TMPDIR|PATH|_CRED|_TOKEN|_SECRET)$|SERVER|DSTORE")
+
+
+def relevant(env: Mapping[str, str]) -> dict[str, str]:
+    """The launcher, scheduler and CUDA variables of ``env``."""
+    return {k: v for k, v in sorted(env.items()) if k.startswith(PREFIXES) or k in NAMES}
+
+
+def scrub(env: Mapping[str, str]) -> dict[str, str]:
+    """Replace this machine's host names and paths so a capture is reproducible."""
+    host = socket.gethostname().split(".")[0]
+    own_host = re.compile(rf"\b{re.escape(host)}\b")
+    return {
+        key: "/scrubbed"
+        if _SCRUBBED.search(key) and value.startswith("/")
+        else own_host.sub("build-host", value)
+        for key, value in env.items()
+    }

@@ -1,0 +1,35 @@
+"""Run inside every task of a real launch: write one JSON record with the task's launcher
+variables and what ``detect_environment()`` made of them, into the folder given as the
+first argument (or to stdout)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+
+# Run as a script, so that a task started by srun/torchrun/mpirun needs no test package.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from capture import relevant
+
+import clusterenv
+
+
+def main() -> None:
+    env = relevant(os.environ)
+    try:
+        result = {"spec": clusterenv.detect_environment().model_dump(mode="json")}
+    except clusterenv.ClusterEnvError as error:
+        result = {"error": type(error).__name__, "message": str(error)}
+    record = json.dumps({"env": env, **result}, sort_keys=True)
+    if len(sys.argv) > 1:  # one file per task: the launcher's merged stdout may interleave
+        with tempfile.NamedTemporaryFile("w", dir=sys.argv[1], suffix=".json", delete=False) as f:
+            f.write(record)
+    else:
+        print(record, flush=True)
+
+
+if __name__ == "__main__":
+    main()

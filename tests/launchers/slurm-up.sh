@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Bring up a real Slurm cluster on this one machine, for the test suite.
+#
+# munged + slurmctld + one slurmd per emulated node (cn001 cn002 cn003 gpu-a1, all on
+# 127.0.0.1), each node with 4 CPUs and two fake typed GPUs (gpu:a100:2) backed by
+# character device nodes. Idempotent: if our cluster is already up, it only checks it.
+# Needs root. Installs slurm-wlm, slurm-client, munge and libpmix2 when missing.
+# Writes /etc/slurm/slurm.conf and gres.conf, backing up files it did not write;
+# tests/launchers/slurm-down.sh stops exactly what this started and restores them.
+set -euo pipefail
+
+STATE=${CLUSTERENV_SLURM_DIR:-/tmp/clusterenv-slurm}
+CONF_DIR=/etc/slurm
+MARK="# written by clusterenv tests/launchers/slurm-up.sh"
+NODES=(cn001 cn002 cn003 gpu-a1)
+HOST=$(hostname -s)
+
+log() { echo "slurm-up: $*" >&2; }
+
+fail() {
+    log "$*"
+    for f in "$STATE"/log/*.log; do
+        [ -f "$f" ] && { echo "--- tail of $f" >&2; tail -n 20 "$f" >&2; }
+    done
+    exit 1
+}
+
+[ "$(id -u)" = 0 ] || fail "must run as root (it starts slurmd and munged)"
+
+all_idle() {
+    local states
+    states=$(timeout 5 sinfo -h -N -o '%N %t' 2>/dev/null) || return 1
+    [ "$(grep -c ' idle$' <<<"$states")" = "${#NODES[@]}" ]
+}
+
+alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+if grep -qF "$MARK" "$CONF_DIR/slurm.conf" 2>/dev/null && alive "$STATE/run/slurmctld.pid" && all_idle; then
+    log "already up"
+    exit 0
+fi
+
+if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null || ! command -v srun >/dev/null \
+    || ! ldconfig -p | grep -q libpmix; then
+    log "installing slurm-wlm slurm-client munge libpmix2"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq -o DPkg::Lock::Timeout=600
+    apt-get install -y -qq -o DPkg::Lock::Timeout=600 slurm-wlm slurm-client munge libpmix2 >/dev/null
+fi
+
+# A half-started cluster of ours from an earlier run: stop it before starting afresh.
+[ -d "$STATE/run" ] && bash "$(dirname "$0")/slurm-down.sh" --keep-config
+
+mkdir -p "$STATE"/{run,log,state,spool,tmp,dev,backup}
+for node in "${NODES[@]}"; do mkdir -p "$STATE/tmp/$node" "$STATE/spool/$node"; done
+# Fake GPUs: slurmd only binds GRES files that are character devices (major 195 = nvidia).
+for i in 0 1; do
+    [ -c "$STATE/dev/nvidia$i" ] || mknod "$STATE/dev/nvidia$i" c 195 "$i"
+done
+
+mkdir -p "$CONF_DIR"
+for file in slurm.conf gres.conf; do
+    if [ -f "$CONF_DIR/$file" ] && ! grep -qF "$MARK" "$CONF_DIR/$file"; then
+        cp -p "$CONF_DIR/$file" "$STATE/backup/$file"
+    fi
+done
+
+{
+    echo "$MARK"
+    cat <<EOF
+ClusterName=clusterenv
+SlurmctldHost=$HOST(127.0.0.1)
+SlurmctldPort=16817
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+SlurmctldPidFile=$STATE/run/slurmctld.pid
+SlurmctldLogFile=$STATE/log/slurmctld.log
+SlurmdPidFile=$STATE/run/slurmd-%n.pid
+SlurmdLogFile=$STATE/log/slurmd-%n.log
+SlurmdSpoolDir=$STATE/spool/%n
+StateSaveLocation=$STATE/state
+TmpFS=$STATE/tmp/%n
+SlurmdParameters=config_overrides
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+MpiDefault=none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+SchedulerType=sched/backfill
+SchedulerParameters=bf_interval=1
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+ReturnToService=2
+InactiveLimit=0
+KillWait=2
+MinJobAge=5
+GresTypes=gpu
+NodeName=DEFAULT CPUs=4 RealMemory=4000 Gres=gpu:a100:2 State=UNKNOWN
+EOF
+    port=17001
+    for node in "${NODES[@]}"; do
+        echo "NodeName=$node NodeAddr=127.0.0.1 NodeHostname=$HOST Port=$port"
+        port=$((port + 1))
+    done
+    echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
+} >"$CONF_DIR/slurm.conf"
+
+{
+    echo "$MARK"
+    echo "AutoDetect=off"
+    echo "Name=gpu Type=a100 File=$STATE/dev/nvidia[0-1]"
+} >"$CONF_DIR/gres.conf"
+
+# munged: reuse one that answers already (it may belong to the machine), else start ours.
+if ! munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
+    [ -f /etc/munge/munge.key ] || { mungekey -c 2>/dev/null || create-munge-key -f; }
+    chown munge:munge /etc/munge/munge.key && chmod 400 /etc/munge/munge.key
+    mkdir -p /run/munge /var/log/munge /var/lib/munge
+    chown munge:munge /run/munge /var/log/munge /var/lib/munge
+    chmod o+x /run/munge
+    runuser -u munge -- munged --pid-file=/run/munge/munged.pid || fail "munged did not start"
+    cp /run/munge/munged.pid "$STATE/run/munged.pid"
+    for _ in $(seq 50); do munge -n 2>/dev/null | unmunge >/dev/null 2>&1 && break; sleep 0.1; done
+fi
+
+slurmctld -c || fail "slurmctld did not start"
+for node in "${NODES[@]}"; do
+    slurmd -N "$node" || fail "slurmd -N $node did not start"
+done
+
+for _ in $(seq 150); do
+    all_idle && { log "up: ${NODES[*]} idle"; exit 0; }
+    sleep 0.2
+done
+fail "nodes not idle after 30 s: $(sinfo -h -N -o '%N %t' 2>&1 | tr '\n' ' ')"

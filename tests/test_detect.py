@@ -1,0 +1,141 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import clusterenv
+from clusterenv import (
+    ClusterEnvError,
+    InvalidVariableError,
+    MissingVariableError,
+    detect_environment,
+)
+from clusterenv._detect import DETECTORS
+from tests.envs import batch_step, salloc_shell, srun_task, torchrun_worker
+
+
+def test_public_api() -> None:
+    assert sorted(clusterenv.__all__) == sorted(
+        [
+            "Accelerator",
+            "ClusterEnvError",
+            "HostlistError",
+            "InconsistentEnvironmentError",
+            "InvalidVariableError",
+            "MissingVariableError",
+            "ResourceSpec",
+            "Role",
+            "Source",
+            "__version__",
+            "compress_hostlist",
+            "detect_environment",
+            "expand_hostlist",
+            "first_host",
+        ]
+    )
+    assert issubclass(ClusterEnvError, ValueError)
+
+
+def test_priority_is_written_once() -> None:
+    assert [d.source.value for d in DETECTORS] == ["torchelastic", "slurm", "local"]
+
+
+def test_force_local_ignores_the_scheduler() -> None:
+    env = srun_task([2, 2], 3) | {"CLUSTERENV_SOURCE": "local", "CUDA_VISIBLE_DEVICES": ""}
+    assert detect_environment(env).source.value == "local"
+
+
+def test_forced_source_without_its_variables() -> None:
+    with pytest.raises(MissingVariableError, match="SLURM_JOB_ID"):
+        detect_environment({"CLUSTERENV_SOURCE": "slurm"})
+    with pytest.raises(MissingVariableError, match="LOCAL_WORLD_SIZE"):
+        detect_environment(srun_task([1], 0) | {"CLUSTERENV_SOURCE": "torchelastic"})
+
+
+def test_unknown_forced_source() -> None:
+    with pytest.raises(InvalidVariableError, match=r"CLUSTERENV_SOURCE='pbs'.*HINT: use one of"):
+        detect_environment({"CLUSTERENV_SOURCE": "pbs"})
+
+
+def test_default_environment_is_os_environ(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in srun_task([2, 2], 2).items():
+        monkeypatch.setenv(name, value)
+    assert detect_environment(gpu_probe=lambda: ()).global_rank == 2
+
+
+def test_detection_imports_neither_torch_nor_lightning() -> None:
+    code = (
+        "import sys, clusterenv; clusterenv.detect_environment(); "
+        "print(sorted(m for m in ('torch', 'lightning', 'pytorch_lightning') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"
+
+
+# Real variable names (those of tests/envs.py's builders) with random and adversarial values.
+_BASES = [
+    srun_task([2, 1], 2),
+    batch_step(ntasks_per_node=2, gpus_per_node=2),
+    salloc_shell(),
+    torchrun_worker(1),
+    {},
+]
+_NAMES = sorted(
+    {name for env in _BASES for name in env}
+    | {"CLUSTERENV_SOURCE", "SLURM_GPUS_PER_TASK", "SLURM_STEP_GPUS"}
+)
+_VALUES = st.one_of(
+    st.text(max_size=12),
+    st.integers(-3, 10**12).map(str),
+    st.sampled_from(
+        [
+            "",
+            " ",
+            "0",
+            "1",
+            "-1",
+            "2(x3),1",
+            "a100:4",
+            "cn[001-003]",
+            "cn[3-1]",
+            "n[0-65535]",
+            "x" * 300,
+            "slurm",
+            "local",
+            "torchelastic",
+            "none",
+            "4(x99999999999)",
+            "n[0-9]x[0-9]",
+            "٣",
+            "1_0",
+            "0,-1",
+        ]
+    ),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    base=st.sampled_from(_BASES),
+    changes=st.dictionaries(st.sampled_from(_NAMES), _VALUES, max_size=6),
+    removed=st.sets(st.sampled_from(_NAMES), max_size=4),
+)
+def test_any_mapping_gives_a_valid_spec_or_a_clusterenv_error(
+    base: dict[str, str], changes: dict[str, str], removed: set[str]
+) -> None:
+    env = {k: v for k, v in (base | changes).items() if k not in removed}
+    try:
+        spec = detect_environment(env, gpu_probe=lambda: ("0",))
+    except ClusterEnvError as error:
+        assert "HINT:" in str(error)  # noqa: PT017 - any ClusterEnvError is fine, with a hint
+        return
+    assert 0 <= spec.global_rank < spec.world_size
+    assert 0 <= spec.node_rank < spec.num_nodes
+    assert 0 <= spec.local_rank < spec.devices_per_node
+    assert len(spec.hostnames) in (0, spec.num_nodes)

@@ -1,0 +1,225 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from clusterenv import (
+    ClusterEnvError,
+    HostlistError,
+    InconsistentEnvironmentError,
+    InvalidVariableError,
+    MissingVariableError,
+    ResourceSpec,
+    detect_environment,
+)
+from clusterenv.sources.slurm import PORT_BASE, PORT_SPAN, parse_gpu_count
+from tests.envs import batch_step, salloc_shell, srun_task
+
+
+def detect(env: dict[str, str], gpus: tuple[str, ...] = ()) -> ResourceSpec:
+    return detect_environment(env, gpu_probe=lambda: gpus)
+
+
+def fields(spec: ResourceSpec, *names: str) -> tuple[Any, ...]:
+    return tuple(getattr(spec, name) for name in names)
+
+
+GEOMETRY = (
+    "role",
+    "num_nodes",
+    "devices_per_node",
+    "world_size",
+    "global_rank",
+    "local_rank",
+    "node_rank",
+)
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        pytest.param(
+            srun_task([2, 2], 3), ("rank", 2, 2, 4, 3, 1, 1), id="srun-N2-ntasks-per-node2"
+        ),
+        pytest.param(srun_task([2, 1], 2), ("rank", 2, 1, 3, 2, 0, 1), id="srun-N2-n3-uneven"),
+        pytest.param(srun_task([3, 1], 1), ("rank", 2, 3, 4, 1, 1, 0), id="srun-tasks-3,1"),
+        pytest.param(
+            srun_task([2, 2], 1, cyclic=True), ("rank", 2, 2, 4, 1, 0, 1), id="srun-cyclic"
+        ),
+        pytest.param(srun_task([2, 2, 2, 1], 6), ("rank", 4, 1, 7, 6, 0, 3), id="srun-2(x3),1"),
+        pytest.param(srun_task([1], 0), ("rank", 1, 1, 1, 0, 0, 0), id="srun-single"),
+        pytest.param(batch_step(), ("batch", 2, 1, 2, 0, 0, 0), id="batch-N2"),
+        pytest.param(
+            batch_step(ntasks_per_node=4), ("batch", 2, 4, 8, 0, 0, 0), id="batch-ntasks-per-node"
+        ),
+        pytest.param(
+            batch_step(gpus_per_node=4), ("batch", 2, 4, 8, 0, 0, 0), id="batch-gpus-no-ntasks"
+        ),
+        pytest.param(salloc_shell(), ("shell", 2, 1, 2, 0, 0, 0), id="salloc-shell"),
+    ],
+)
+def test_geometry(env: dict[str, str], expected: tuple[Any, ...]) -> None:
+    assert fields(detect(env), *GEOMETRY) == expected
+
+
+def test_step_geometry_wins_over_the_jobs() -> None:
+    """A 1-node step in a 3-node job: SLURM_JOB_NUM_NODES and SLURM_JOB_NODELIST stay the job's."""
+    env = srun_task([2], 1, nodelist="cn002") | {
+        "SLURM_JOB_NUM_NODES": "3",
+        "SLURM_JOB_NODELIST": "cn[001-003]",
+        "SLURM_NTASKS_PER_NODE": "4",
+    }
+    spec = detect(env)
+    assert fields(spec, "num_nodes", "world_size", "hostnames", "master_addr") == (
+        1,
+        2,
+        ("cn002",),
+        "cn002",
+    )
+
+
+def test_hostnames_and_main_address_use_full_hostlist_syntax() -> None:
+    spec = detect(srun_task([1, 1, 1], 2, nodelist="cn[001,003],gpu-a1"))
+    assert spec.hostnames == ("cn001", "cn003", "gpu-a1")
+    assert spec.master_addr == "cn001"
+    # Lightning's regex reads "a7]" from this one.
+    assert detect(srun_task([1, 1, 1, 1], 0, nodelist="a[7],b[1-3]")).master_addr == "a7"
+
+
+def test_job_name_does_not_matter() -> None:
+    """salloc names jobs 'interactive' and its steps inherit it: they are still real steps."""
+    for name in ("interactive", "bash"):
+        spec = detect(srun_task([2, 2], 3, job_name=name))
+        assert fields(spec, "role", "global_rank", "world_size") == ("rank", 3, 4)
+
+
+@pytest.mark.parametrize(
+    ("variables", "gpus"),
+    [
+        ({"SLURM_GPUS_ON_NODE": "4"}, 4),
+        ({"SLURM_STEP_GPUS": "0,1,2"}, 3),
+        ({"SLURM_JOB_GPUS": "2,3"}, 2),
+        ({"SLURM_GPUS_PER_NODE": "4"}, 4),
+        ({"SLURM_GPUS_PER_NODE": "a100:4"}, 4),
+        ({"SLURM_GPUS_PER_NODE": "gpu:a100:4"}, 4),
+        ({"SLURM_GPUS_PER_NODE": "a100:2,v100:2"}, 4),
+        ({"SLURM_GPUS_PER_TASK": "1"}, 2),  # two tasks on this node
+        (
+            {"SLURM_GPUS_ON_NODE": "2", "SLURM_GPUS_PER_NODE": "a100:8"},
+            2,
+        ),  # the node's own count wins
+    ],
+)
+def test_gpus_per_node(variables: dict[str, str], gpus: int) -> None:
+    spec = detect(srun_task([2, 2], 0) | variables | {"CUDA_VISIBLE_DEVICES": "0"})
+    assert (spec.gpus_per_node, spec.accelerator.value) == (gpus, "gpu")
+
+
+def test_gpus_per_task_gives_each_task_its_own_device() -> None:
+    env = srun_task([2], 1) | {
+        "SLURM_GPUS_PER_TASK": "1",
+        "SLURM_GPUS_ON_NODE": "2",
+        "SLURM_STEP_GPUS": "1",
+        "CUDA_VISIBLE_DEVICES": "0",
+    }
+    spec = detect(env)
+    assert fields(spec, "gpus_per_node", "devices_per_node", "visible_devices") == (2, 2, ("0",))
+
+
+def test_gpus_from_the_probe_when_slurm_says_nothing() -> None:
+    spec = detect(srun_task([1], 0), gpus=("0", "1"))
+    assert fields(spec, "gpus_per_node", "visible_devices", "accelerator") == (2, ("0", "1"), "gpu")
+
+
+def test_salloc_shell_never_probes_the_submit_host() -> None:
+    spec = detect(salloc_shell() | {"SLURM_GPUS_PER_NODE": "a100:2"}, gpus=("0",))
+    assert fields(spec, "role", "gpus_per_node", "devices_per_node", "visible_devices") == (
+        "shell",
+        2,
+        2,
+        (),
+    )
+
+
+def test_main_port_from_job_id_and_override() -> None:
+    assert (
+        detect(srun_task([1], 0, job_id="4242001")).master_port == PORT_BASE + 4242001 % PORT_SPAN
+    )
+    assert detect(srun_task([1], 0) | {"MASTER_PORT": "12345"}).master_port == 12345
+    assert detect(srun_task([1], 0) | {"MASTER_ADDR": "10.1.2.3"}).master_addr == "10.1.2.3"
+
+
+def test_concurrent_jobs_get_distinct_ports() -> None:
+    """Lightning's 15000 + last four digits collides for 4242001 and 5552001."""
+    ports = {
+        detect(srun_task([1], 0, job_id=str(job))).master_port
+        for job in range(4242001, 4242001 + PORT_SPAN)
+    }
+    assert len(ports) == PORT_SPAN
+    assert all(PORT_BASE <= port < 32768 for port in ports)
+    assert (
+        detect(srun_task([1], 0, job_id="4242001")).master_port
+        != detect(srun_task([1], 0, job_id="5552001")).master_port
+    )
+
+
+def test_spec_is_immutable_and_serialisable() -> None:
+    spec = detect(srun_task([2, 2], 3))
+    with pytest.raises(ValueError, match="frozen"):
+        spec.world_size = 1  # type: ignore[misc]
+    assert ResourceSpec.model_validate_json(spec.model_dump_json()) == spec
+    assert "world_size" in ResourceSpec.model_json_schema()["properties"]
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "variable"),
+    [
+        ({"SLURM_PROCID": "4"}, InconsistentEnvironmentError, "SLURM_PROCID"),
+        ({"SLURM_PROCID": "x"}, InvalidVariableError, "SLURM_PROCID"),
+        ({"SLURM_PROCID": "-1"}, InvalidVariableError, "SLURM_PROCID"),
+        ({"SLURM_NODEID": "2"}, InconsistentEnvironmentError, "SLURM_NODEID"),
+        ({"SLURM_LOCALID": "2"}, InconsistentEnvironmentError, "SLURM_LOCALID"),
+        ({"SLURM_STEP_NUM_TASKS": "5"}, InconsistentEnvironmentError, "SLURM_STEP_TASKS_PER_NODE"),
+        ({"SLURM_STEP_NUM_NODES": "3"}, InconsistentEnvironmentError, "SLURM_STEP_NUM_NODES"),
+        ({"SLURM_STEP_TASKS_PER_NODE": "2(x)"}, InvalidVariableError, "SLURM_STEP_TASKS_PER_NODE"),
+        ({"SLURM_STEP_NODELIST": "cn[002-001]"}, HostlistError, "cn[002-001]"),
+        (
+            {"SLURM_STEP_NODELIST": "cn[001-003]"},
+            InconsistentEnvironmentError,
+            "SLURM_STEP_NODELIST",
+        ),
+        ({"SLURM_JOB_ID": "abc"}, InvalidVariableError, "SLURM_JOB_ID"),
+        ({"SLURM_GPUS_ON_NODE": "four"}, InvalidVariableError, "SLURM_GPUS_ON_NODE"),
+        ({"SLURM_GPUS_PER_NODE": "a100:"}, InvalidVariableError, "SLURM_GPUS_PER_NODE"),
+        ({"MASTER_PORT": "70000"}, InvalidVariableError, "MASTER_PORT"),
+    ],
+)
+def test_bad_values_name_the_variable(
+    change: dict[str, str], error: type[ClusterEnvError], variable: str
+) -> None:
+    with pytest.raises(error, match="HINT") as info:
+        detect(srun_task([2, 2], 3) | change)
+    assert variable in str(info.value)
+
+
+@pytest.mark.parametrize("missing", ["SLURM_PROCID", "SLURM_NODEID", "SLURM_STEP_NODELIST"])
+def test_missing_step_variables(missing: str) -> None:
+    env = srun_task([2, 2], 3)
+    for name in (missing, missing.replace("STEP_", ""), "SLURM_JOB_NODELIST"):
+        env.pop(name, None)
+    with pytest.raises(MissingVariableError, match=missing):
+        detect(env)
+
+
+def test_batch_task_count_must_match_layout() -> None:
+    env = batch_step(ntasks_per_node=2) | {"SLURM_NTASKS": "5"}
+    with pytest.raises(InconsistentEnvironmentError, match="SLURM_NTASKS='5'"):
+        detect(env)
+
+
+@pytest.mark.parametrize(
+    ("value", "count"), [("8", 8), ("a100:4", 4), ("gpu:a100:4", 4), ("a100:2(S:0-1),v100:1", 3)]
+)
+def test_parse_gpu_count(value: str, count: int) -> None:
+    assert parse_gpu_count("SLURM_GPUS_PER_NODE", value) == count
