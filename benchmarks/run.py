@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 
 import hostlist as python_hostlist
 
@@ -64,12 +65,10 @@ def main() -> None:
         "import pydantic",
     )
     for size, hosts in (("10^3", "cn[0001-1000]"), ("10^5", "cn[000001-050000,050001-100000]")):
-        measure(
-            f"python-hostlist expand {size}", lambda h=hosts: python_hostlist.expand_hostlist(h)
-        )
+        measure(f"python-hostlist expand {size}", partial(python_hostlist.expand_hostlist, hosts))
         measure(
             f"expand_hostlist {size}",
-            lambda h=hosts: expand_hostlist(h),
+            partial(expand_hostlist, hosts),
             f"python-hostlist expand {size}",
         )
     big = "r[001-100]n[0001-1000]"

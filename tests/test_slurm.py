@@ -167,7 +167,7 @@ def test_concurrent_jobs_get_distinct_ports() -> None:
 def test_spec_is_immutable_and_serialisable() -> None:
     spec = detect(srun_task([2, 2], 3))
     with pytest.raises(ValueError, match="frozen"):
-        spec.world_size = 1  # type: ignore[misc]
+        spec.world_size = 1
     assert ResourceSpec.model_validate_json(spec.model_dump_json()) == spec
     assert "world_size" in ResourceSpec.model_json_schema()["properties"]
 

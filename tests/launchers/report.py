@@ -9,16 +9,18 @@ import os
 import sys
 import tempfile
 
-# Run as a script, so that a task started by srun/torchrun/mpirun needs no test package.
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from typing import Any
 
-from capture import relevant
+# Run as a script by srun/torchrun/mpirun: make the repository root importable.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-import clusterenv
+import clusterenv  # noqa: E402
+from tests.launchers.capture import relevant  # noqa: E402
 
 
 def main() -> None:
     env = relevant(os.environ)
+    result: dict[str, Any]
     try:
         result = {"spec": clusterenv.detect_environment().model_dump(mode="json")}
     except clusterenv.ClusterEnvError as error:
