@@ -8,14 +8,13 @@ import json
 import os
 import sys
 import tempfile
-
 from typing import Any
 
 # Run as a script by srun/torchrun/mpirun: make the repository root importable.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-import clusterenv  # noqa: E402
-from tests.launchers.capture import relevant  # noqa: E402
+import clusterenv
+from tests.launchers.capture import relevant
 
 
 def main() -> None:
