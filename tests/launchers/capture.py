@@ -23,13 +23,17 @@ def relevant(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in sorted(env.items()) if k.startswith(PREFIXES) or k in NAMES}
 
 
+_OWN_HOST = re.compile(rf"\b{re.escape(socket.gethostname().split('.')[0])}\b")
+
+
+def scrub_text(text: str) -> str:
+    """Replace this machine's host name."""
+    return _OWN_HOST.sub("build-host", text)
+
+
 def scrub(env: Mapping[str, str]) -> dict[str, str]:
-    """Replace this machine's host names and paths so a capture is reproducible."""
-    host = socket.gethostname().split(".")[0]
-    own_host = re.compile(rf"\b{re.escape(host)}\b")
+    """Replace this machine's host name and paths so a capture is reproducible."""
     return {
-        key: "/scrubbed"
-        if _SCRUBBED.search(key) and value.startswith("/")
-        else own_host.sub("build-host", value)
+        key: "/scrubbed" if _SCRUBBED.search(key) and value.startswith("/") else scrub_text(value)
         for key, value in env.items()
     }

@@ -4,7 +4,7 @@
 # munged + slurmctld + one slurmd per emulated node (cn001 cn002 cn003 gpu-a1, all on
 # 127.0.0.1), each node with 4 CPUs and two fake typed GPUs (gpu:a100:2) backed by
 # character device nodes. Idempotent: if our cluster is already up, it only checks it.
-# Needs root. Installs slurm-wlm, slurm-client, munge and libpmix2 when missing.
+# Needs root. Installs slurm-wlm, slurm-client, munge and PMIx when missing (install.sh).
 # Writes /etc/slurm/slurm.conf and gres.conf, backing up files it did not write;
 # tests/launchers/slurm-down.sh stops exactly what this started and restores them.
 set -euo pipefail
@@ -40,13 +40,7 @@ if grep -qF "$MARK" "$CONF_DIR/slurm.conf" 2>/dev/null && alive "$STATE/run/slur
     exit 0
 fi
 
-if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null || ! command -v srun >/dev/null \
-    || ! ldconfig -p | grep -q libpmix; then
-    log "installing slurm-wlm slurm-client munge libpmix2"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq -o DPkg::Lock::Timeout=600
-    apt-get install -y -qq -o DPkg::Lock::Timeout=600 slurm-wlm slurm-client munge libpmix2 >/dev/null
-fi
+bash "$(dirname "$0")/install.sh"
 
 # A half-started cluster of ours from an earlier run: stop it before starting afresh.
 [ -d "$STATE/run" ] && bash "$(dirname "$0")/slurm-down.sh" --keep-config

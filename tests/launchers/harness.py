@@ -1,0 +1,149 @@
+"""Start real launches, collect what every task saw, and check it against ground truth.
+
+The ground truth of a launch is taken from the launch as a whole, not from the variables
+clusterenv parses: how many tasks reported, on which node (``SLURMD_NODENAME``), what
+``scontrol show hostnames`` makes of the node list, which GPUs Slurm bound. The same
+checks run on live launches and on the captures replayed from tests/data/captures/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from tests.launchers.capture import scrub, scrub_text
+
+REPORT = Path(__file__).with_name("report.py")
+CAPTURES = Path(__file__).parents[1] / "data" / "captures"
+Record = dict[str, Any]  # {"env": {...}, "spec": {...}} or {"env": ..., "error": ...}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def launch(command: str, workdir: Path, timeout: float = 120) -> list[Record]:
+    """Run ``command`` (``{task}`` = the report script) in a clean environment."""
+    out = workdir / "records"
+    out.mkdir(parents=True, exist_ok=True)
+    task = f"{sys.executable} {REPORT} {out}"
+    line = command.format(
+        task=task, python=sys.executable, report=REPORT, out=out, port=free_port()
+    )
+    # Like a fresh login: nothing of the test process's own environment leaks into the job.
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"), "LANG": "C.UTF-8"}
+    result = subprocess.run(
+        ["bash", "-c", line], env=env, cwd=workdir, capture_output=True, text=True, timeout=timeout
+    )
+    if result.returncode:
+        raise AssertionError(f"{line!r} exited {result.returncode}:\n{result.stderr[-3000:]}")
+    records = [json.loads(path.read_text()) for path in sorted(out.glob("*.json"))]
+    if not records:
+        raise AssertionError(f"{line!r} started no task:\n{result.stderr[-3000:]}")
+    return records
+
+
+def scontrol_hostnames(nodelist: str) -> list[str]:
+    result = subprocess.run(
+        ["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True, timeout=30
+    )
+    return result.stdout.split() if result.returncode == 0 else []
+
+
+def slurm_version() -> str:
+    return subprocess.run(["srun", "--version"], capture_output=True, text=True).stdout.strip()
+
+
+def _agree(specs: list[Record], *fields: str) -> None:
+    for field in fields:
+        values = {json.dumps(spec[field]) for spec in specs}
+        assert len(values) == 1, f"tasks disagree on {field}: {values}"
+
+
+def check_slurm(records: list[Record], hostnames_of: Callable[[str], list[str]]) -> None:
+    """Every group of tasks (one job step) against the ground truth of that step."""
+    groups: dict[tuple[str, str], list[Record]] = defaultdict(list)
+    for record in records:
+        assert "spec" in record, f"detection failed in a real task: {record}"
+        env = record["env"]
+        groups[(env["SLURM_JOB_ID"], env.get("SLURM_STEP_ID", "batch-or-shell"))].append(record)
+    for group in groups.values():
+        specs = [record["spec"] for record in group]
+        envs = [record["env"] for record in group]
+        assert {spec["source"] for spec in specs} == {"slurm"}
+        assert {spec["job_id"] for spec in specs} == {envs[0]["SLURM_JOB_ID"]}
+        if specs[0]["role"] != "rank":
+            _check_allocation(specs, envs, hostnames_of)
+            continue
+        _agree(specs, "world_size", "num_nodes", "hostnames", "master_addr", "master_port")
+        spec = specs[0]
+        assert spec["world_size"] == len(group), "world size is not the number of tasks started"
+        assert sorted(s["global_rank"] for s in specs) == list(range(len(group)))
+        nodes = Counter(env["SLURMD_NODENAME"] for env in envs)
+        assert spec["num_nodes"] == len(nodes)
+        assert spec["hostnames"] == hostnames_of(envs[0]["SLURM_STEP_NODELIST"])
+        for s, env in zip(specs, envs, strict=True):
+            here = env["SLURMD_NODENAME"]
+            assert s["hostnames"][s["node_rank"]] == here, "node rank does not point at this node"
+            assert s["devices_per_node"] == nodes[here]
+            visible = env.get("CUDA_VISIBLE_DEVICES")
+            assert s["visible_devices"] == (visible.split(",") if visible else [])
+        for here in nodes:
+            on_node = [
+                s for s, env in zip(specs, envs, strict=True) if env["SLURMD_NODENAME"] == here
+            ]
+            assert sorted(s["local_rank"] for s in on_node) == list(range(nodes[here]))
+        rank0 = next(env for s, env in zip(specs, envs, strict=True) if s["global_rank"] == 0)
+        assert spec["master_addr"] == rank0["SLURMD_NODENAME"], "rank 0 is not on the main address"
+
+
+def _check_allocation(
+    specs: list[Record], envs: list[Record], hostnames_of: Callable[[str], list[str]]
+) -> None:
+    assert len(specs) == 1, "a batch step or salloc shell is one process"
+    spec, env = specs[0], envs[0]
+    assert spec["role"] == ("batch" if "SLURMD_NODENAME" in env else "shell")
+    assert spec["hostnames"] == hostnames_of(env["SLURM_JOB_NODELIST"])
+    assert spec["num_nodes"] == len(spec["hostnames"])
+    assert (spec["global_rank"], spec["local_rank"], spec["node_rank"]) == (0, 0, 0)
+    assert spec["master_addr"] == spec["hostnames"][0]
+
+
+def check_torchrun(records: list[Record]) -> None:
+    specs = [record["spec"] for record in records]
+    assert {spec["source"] for spec in specs} == {"torchelastic"}
+    _agree(specs, "world_size", "num_nodes", "master_addr", "master_port", "job_id")
+    assert specs[0]["world_size"] == len(specs)
+    assert sorted(spec["global_rank"] for spec in specs) == list(range(len(specs)))
+    per_node = Counter(spec["node_rank"] for spec in specs)
+    assert sorted(per_node) == list(range(specs[0]["num_nodes"]))
+    for node, count in per_node.items():
+        local = sorted(spec["local_rank"] for spec in specs if spec["node_rank"] == node)
+        assert local == list(range(count))
+        assert {spec["devices_per_node"] for spec in specs if spec["node_rank"] == node} == {count}
+
+
+def record_capture(
+    name: str, command: str, records: list[Record], extra: Mapping[str, Any]
+) -> None:
+    """Write a capture when CLUSTERENV_RECORD=1 (``nox -s captures``)."""
+    if os.environ.get("CLUSTERENV_RECORD") != "1":
+        return
+    tasks = [
+        {"env": scrub(record["env"]), "spec": json.loads(scrub_text(json.dumps(record["spec"])))}
+        for record in records
+    ]
+    tasks.sort(key=lambda task: json.dumps(task, sort_keys=True))
+    capture = {"name": name, "command": command, **extra, "tasks": tasks}
+    CAPTURES.mkdir(parents=True, exist_ok=True)
+    (CAPTURES / f"{name}.json").write_text(json.dumps(capture, indent=1, sort_keys=True) + "\n")

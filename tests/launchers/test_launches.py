@@ -1,0 +1,151 @@
+"""detect_environment() inside every task of real Slurm, torchrun and mpirun launches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.launchers.harness import (
+    check_slurm,
+    check_torchrun,
+    launch,
+    record_capture,
+    scontrol_hostnames,
+    slurm_version,
+)
+
+# {task} runs the report script in each task. sbatch jobs use --wait; -o /dev/null
+# keeps the batch output out of the working directory.
+SBATCH = "sbatch --wait -o /dev/null"
+SLURM_LAUNCHES = {
+    "srun-N2-ntasks-per-node2": "srun -N2 --ntasks-per-node=2 {task}",
+    "srun-N2-n3-uneven": "srun -N2 -n3 {task}",
+    "srun-N2-n4-cyclic": "srun -N2 -n4 -m cyclic {task}",
+    "srun-noncontiguous-nodes": "srun -N3 -w cn001,cn003,gpu-a1 {task}",
+    "srun-four-nodes-uneven": "srun -N4 -n7 {task}",
+    "sbatch-batch-step": f"{SBATCH} -N2 --ntasks-per-node=2 --wrap '{{task}}'",
+    "sbatch-srun": f"{SBATCH} -N2 --ntasks-per-node=2 --wrap 'srun {{task}}'",
+    "sbatch-batch-step-typed-gpus": f"{SBATCH} -N2 --gpus-per-node=a100:2 --wrap '{{task}}'",
+    "salloc-shell": "salloc -N2 {task}",
+    "salloc-srun-interactive-name": "salloc -N2 --ntasks-per-node=2 srun {task}",
+    "step-smaller-than-job": "salloc -N3 --ntasks-per-node=2 srun -N1 -n2 -r1 {task}",
+    "gpus-per-node": "srun -N2 --ntasks-per-node=2 --gpus-per-node=2 {task}",
+    "gres-gpu": "srun -N2 --ntasks-per-node=2 --gres=gpu:2 {task}",
+    "gpus-per-task": "srun -N2 --ntasks-per-node=2 --gpus-per-task=1 {task}",
+    "gpus-per-node-typed": "srun -N2 --ntasks-per-node=2 --gpus-per-node=a100:2 {task}",
+    "job-name-bash": "srun -N2 --ntasks-per-node=2 --job-name=bash {task}",
+    "het-job": "srun -N1 -n1 : -N1 -n2 {task}",
+    "mpi-pmi2": "srun -N2 --ntasks-per-node=2 --mpi=pmi2 {task}",
+    "mpi-pmix": "srun -N2 --ntasks-per-node=2 --mpi=pmix {task}",
+    "export-none": "srun -N2 --ntasks-per-node=1 --export=NONE {task}",
+    "array-job": f"{SBATCH} -N1 --ntasks-per-node=2 -a 0-1 --wrap 'srun {{task}}'",
+}
+GPUS_PER_NODE = {
+    "sbatch-batch-step-typed-gpus": 2,
+    "gpus-per-node": 2,
+    "gres-gpu": 2,
+    "gpus-per-task": 2,
+    "gpus-per-node-typed": 2,
+}
+TORCHRUN = "{python} -m torch.distributed.run --nproc_per_node=2"
+TORCHRUN_LAUNCHES = {
+    "torchrun-standalone": f"{TORCHRUN} --standalone {{report}} {{out}}",
+    "torchrun-static-2-nodes": " & ".join(
+        f"{TORCHRUN} --nnodes=2 --node_rank={rank} --master_addr=127.0.0.1 --master_port={{port}}"
+        " {report} {out}"
+        for rank in (0, 1)
+    )
+    + "; wait",
+    "torchrun-c10d-2-nodes": " & ".join(
+        [
+            f"{TORCHRUN} --nnodes=2 --rdzv_backend=c10d --rdzv_endpoint=127.0.0.1:{{port}}"
+            " --rdzv_id=exp7 {report} {out}"
+        ]
+        * 2
+    )
+    + "; wait",
+}
+
+
+def _hostnames(records: list[dict[str, object]]) -> dict[str, list[str]]:
+    lists = {
+        env[name]
+        for record in records
+        for env in [record["env"]]
+        if isinstance(env, dict)
+        for name in ("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST")
+        if name in env
+    }
+    return {nodelist: scontrol_hostnames(nodelist) for nodelist in sorted(lists)}
+
+
+@pytest.mark.slurm
+@pytest.mark.usefixtures("slurm_cluster")
+@pytest.mark.parametrize("name", sorted(SLURM_LAUNCHES))
+def test_slurm_launch(name: str, tmp_path: Path) -> None:
+    records = launch(SLURM_LAUNCHES[name], tmp_path)
+    hostnames = _hostnames(records)
+    check_slurm(records, hostnames.__getitem__)
+    for record in records:
+        spec = record["spec"]
+        assert spec["gpus_per_node"] == GPUS_PER_NODE.get(name, 0)
+        assert spec["accelerator"] == ("gpu" if name in GPUS_PER_NODE else "cpu")
+    record_capture(
+        name,
+        SLURM_LAUNCHES[name],
+        records,
+        {"launcher": "slurm", "version": slurm_version(), "hostnames": hostnames},
+    )
+
+
+@pytest.mark.slurm
+@pytest.mark.usefixtures("slurm_cluster")
+def test_gpus_per_task_binds_one_device_per_task(tmp_path: Path) -> None:
+    records = launch(SLURM_LAUNCHES["gpus-per-task"], tmp_path)
+    by_node: dict[str, list[list[str]]] = {}
+    for record in records:
+        by_node.setdefault(record["env"]["SLURMD_NODENAME"], []).append(
+            record["spec"]["visible_devices"]
+        )
+    for devices in by_node.values():
+        assert all(len(d) == 1 for d in devices)
+        assert len({d[0] for d in devices}) == len(devices), "two tasks were given one GPU"
+
+
+@pytest.mark.torchrun
+@pytest.mark.usefixtures("torchrun")
+@pytest.mark.parametrize("name", sorted(TORCHRUN_LAUNCHES))
+def test_torchrun_launch(name: str, tmp_path: Path) -> None:
+    records = launch(TORCHRUN_LAUNCHES[name], tmp_path)
+    assert len(records) == 2 if name == "torchrun-standalone" else 4
+    check_torchrun(records)
+    record_capture(name, TORCHRUN_LAUNCHES[name], records, {"launcher": "torchrun"})
+
+
+@pytest.mark.slurm
+@pytest.mark.torchrun
+@pytest.mark.usefixtures("slurm_cluster", "torchrun")
+def test_torchrun_inside_srun(tmp_path: Path) -> None:
+    command = (
+        "srun -N2 --ntasks-per-node=1 "
+        f"{TORCHRUN} --nnodes=2 --rdzv_backend=c10d --rdzv_endpoint=127.0.0.1:{{port}}"
+        " --rdzv_id=exp7 {report} {out}"
+    )
+    records = launch(command, tmp_path)
+    assert len(records) == 4
+    check_torchrun(records)
+    record_capture("torchrun-inside-srun", command, records, {"launcher": "torchrun+slurm"})
+
+
+@pytest.mark.mpi
+@pytest.mark.usefixtures("mpirun")
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_mpirun_launch(ranks: int, tmp_path: Path) -> None:
+    """Recorded for the MPI source; until it exists, detection must at least not fail."""
+    command = f"mpirun --allow-run-as-root --oversubscribe -np {ranks} {{task}}"
+    records = launch(command, tmp_path)
+    assert sorted(int(r["env"]["OMPI_COMM_WORLD_RANK"]) for r in records) == list(range(ranks))
+    assert {r["env"]["OMPI_COMM_WORLD_SIZE"] for r in records} == {str(ranks)}
+    assert all("spec" in r for r in records)
+    record_capture(f"mpirun-np{ranks}", command, records, {"launcher": "openmpi"})
