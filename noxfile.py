@@ -37,3 +37,11 @@ def bench(session: nox.Session) -> None:
     """Ratios measured in one run: import/detect cost and hostlist speed."""
     session.install("-e", ".[dev]")
     session.run("python", "benchmarks/run.py", *session.posargs)
+
+
+@nox.session
+def captures(session: nox.Session) -> None:
+    """Re-record tests/data/captures/ from real launches (needs root for the Slurm cluster)."""
+    session.install(TORCH)
+    session.install("-e", ".[dev]")
+    session.run("pytest", "-q", "tests/launchers", env={"RECORD_CAPTURES": "1"})

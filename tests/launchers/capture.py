@@ -14,8 +14,6 @@ NAMES = frozenset(
         *("ENVIRONMENT", "OMP_NUM_THREADS", "CLUSTERENV_SOURCE"),
     ]
 )
-# Values that are paths or secrets on the recording machine, not launcher semantics.
-_SCRUBBED = re.compile(r"(DIR|CONF|FILE|URI|_FD|TMPDIR|PATH|_CRED|_TOKEN|_SECRET)$|SERVER|DSTORE")
 
 
 def relevant(env: Mapping[str, str]) -> dict[str, str]:
@@ -32,8 +30,12 @@ def scrub_text(text: str) -> str:
 
 
 def scrub(env: Mapping[str, str]) -> dict[str, str]:
-    """Replace this machine's host name and paths so a capture is reproducible."""
+    """Replace this machine's host name and paths so a capture is reproducible.
+
+    Paths (values starting with '/': config files, submit dirs, PMIx sockets, argv) carry
+    no launcher semantics that detection reads.
+    """
     return {
-        key: "/scrubbed" if _SCRUBBED.search(key) and value.startswith("/") else scrub_text(value)
+        key: "/scrubbed" if value.startswith("/") else scrub_text(value)
         for key, value in env.items()
     }

@@ -136,8 +136,8 @@ def check_torchrun(records: list[Record]) -> None:
 def record_capture(
     name: str, command: str, records: list[Record], extra: Mapping[str, Any]
 ) -> None:
-    """Write a capture when CLUSTERENV_RECORD=1 (``nox -s captures``)."""
-    if os.environ.get("CLUSTERENV_RECORD") != "1":
+    """Write a capture when RECORD_CAPTURES=1 (``nox -s captures``)."""
+    if os.environ.get("RECORD_CAPTURES") != "1":
         return
     tasks = [
         {"env": scrub(record["env"]), "spec": json.loads(scrub_text(json.dumps(record["spec"])))}

@@ -1,0 +1,35 @@
+"""Replay every capture of a real launch (tests/data/captures/, `nox -s captures`):
+detection must give what it gave inside the real task, and pass the same ground-truth
+checks, on machines without Slurm, torchrun or MPI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clusterenv import detect_environment
+from tests.launchers.harness import CAPTURES, check_slurm, check_torchrun
+
+CAPTURE_FILES = sorted(CAPTURES.glob("*.json"))
+
+
+def test_captures_exist() -> None:
+    launchers = {json.loads(path.read_text())["launcher"] for path in CAPTURE_FILES}
+    assert {"slurm", "torchrun", "torchrun+slurm", "openmpi"} <= launchers
+
+
+@pytest.mark.parametrize("path", CAPTURE_FILES, ids=[path.stem for path in CAPTURE_FILES])
+def test_replay(path: Path) -> None:
+    capture: dict[str, Any] = json.loads(path.read_text())
+    records = []
+    for task in capture["tasks"]:
+        spec = detect_environment(task["env"], gpu_probe=lambda: ()).model_dump(mode="json")
+        assert spec == task["spec"], f"{capture['command']}: detection changed"
+        records.append({"env": task["env"], "spec": spec})
+    if capture["launcher"] == "slurm":
+        check_slurm(records, capture["hostnames"].__getitem__)
+    elif capture["launcher"].startswith("torchrun"):
+        check_torchrun(records)
