@@ -11,8 +11,11 @@ pids=()
 for pidfile in "$STATE"/run/slurmd-*.pid "$STATE"/run/slurmctld.pid "$STATE"/run/munged.pid; do
     [ -f "$pidfile" ] || continue
     pid=$(cat "$pidfile")
-    kill "$pid" 2>/dev/null && pids+=("$pid")
     rm -f "$pidfile"
+    # A stale pid file (the machine restarted) may name a recycled pid: check the program.
+    case "$(cat "/proc/$pid/comm" 2>/dev/null)" in
+        slurmd | slurmctld | munged) kill "$pid" 2>/dev/null && pids+=("$pid") ;;
+    esac
 done
 for _ in $(seq 50); do
     running=0
