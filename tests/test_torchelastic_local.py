@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
-from clusterenv import InvalidVariableError, MissingVariableError, detect_environment
+from clusterenv import InvalidVariableError, MissingVariableError, _gpu, detect_environment
 from clusterenv._gpu import parse_cuda_visible_devices
 from tests.envs import srun_task, torchrun_worker
 
@@ -90,3 +93,29 @@ def test_local_probe_only_without_cuda_visible_devices() -> None:
 def test_local_main_address_overrides() -> None:
     spec = detect_environment({"MASTER_ADDR": "node7", "MASTER_PORT": "1234"}, gpu_probe=lambda: ())
     assert (spec.master_addr, spec.master_port) == ("node7", 1234)
+
+
+def test_probe_reads_the_driver_then_nvidia_smi(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # the nvml extra is not installed
+    gpus = tmp_path / "gpus"
+    for address in ("0000:07:00.0", "0000:0b:00.0"):
+        (gpus / address).mkdir(parents=True)
+    monkeypatch.setattr(_gpu, "_PROC_GPUS", str(gpus))
+    assert _gpu.probe_gpus() == ("0", "1")
+
+    monkeypatch.setattr(_gpu, "_PROC_GPUS", str(tmp_path / "no-driver"))
+    smi = tmp_path / "bin" / "nvidia-smi"
+    smi.parent.mkdir()
+    smi.write_text(
+        "#!/bin/sh\n"
+        "echo 'GPU 0: NVIDIA H200 (UUID: GPU-1)'\n"
+        "echo 'GPU 1: NVIDIA H200 (UUID: GPU-2)'\n"
+    )
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", str(smi.parent))
+    assert _gpu.probe_gpus() == ("0", "1")
+
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert _gpu.probe_gpus() == ()

@@ -87,8 +87,11 @@ def test_slurm_launch(name: str, tmp_path: Path) -> None:
     records = launch(SLURM_LAUNCHES[name], tmp_path)
     hostnames = _hostnames(records)
     check_slurm(records, hostnames.__getitem__)
+    job_names = {"salloc-srun-interactive-name": "interactive", "job-name-bash": "bash"}
     for record in records:
         spec = record["spec"]
+        if name in job_names:  # the names that disable Lightning's SLURM detection
+            assert record["env"]["SLURM_JOB_NAME"] == job_names[name]
         assert spec["gpus_per_node"] == GPUS_PER_NODE.get(name, 0)
         assert spec["accelerator"] == ("gpu" if name in GPUS_PER_NODE else "cpu")
     record_capture(
