@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from pydantic import ValidationError
 
@@ -15,7 +16,7 @@ from clusterenv.sources.local import LocalDetector
 from clusterenv.sources.slurm import SlurmDetector
 from clusterenv.sources.torchelastic import TorchElasticDetector
 
-__all__ = ["DETECTORS", "FORCE_VARIABLE", "detect_environment"]
+__all__ = ["DETECTORS", "FORCE_VARIABLE", "Detection", "detect_environment", "explain_environment"]
 
 #: Names a source to use regardless of what else is set; ``local`` ignores every scheduler.
 FORCE_VARIABLE = "CLUSTERENV_SOURCE"
@@ -40,6 +41,15 @@ def _choose(env: Mapping[str, str]) -> Detector:
     )
 
 
+@dataclass(frozen=True)
+class Detection:
+    """A spec with its provenance: why the source was chosen, which variables gave each field."""
+
+    spec: ResourceSpec
+    reason: str
+    origins: dict[str, str]
+
+
 def detect_environment(
     env: Mapping[str, str] | None = None, *, gpu_probe: GpuProbe | None = None
 ) -> ResourceSpec:
@@ -52,11 +62,21 @@ def detect_environment(
     Raises a :class:`~clusterenv.ClusterEnvError` subclass, naming the variables, for any
     environment that does not describe a valid job; never any other exception.
     """
+    return explain_environment(env, gpu_probe=gpu_probe).spec
+
+
+def explain_environment(
+    env: Mapping[str, str] | None = None, *, gpu_probe: GpuProbe | None = None
+) -> Detection:
+    """Like :func:`detect_environment`, with the reasons (what ``clusterenv inspect`` shows)."""
     reader = EnvReader(os.environ if env is None else env)
-    fields = _choose(reader.env).read(reader, gpu_probe or probe_gpus)
+    detector = _choose(reader.env)
+    fields = detector.read(reader, gpu_probe or probe_gpus)
     origins = {field: reader.describe(field) for field in reader.origins}
+    forced = reader.env.get(FORCE_VARIABLE, "").strip()
+    reason = f"{FORCE_VARIABLE}={forced!r}" if forced else detector.reason
     try:
-        return ResourceSpec.model_validate(fields, context={"origins": origins})
+        spec = ResourceSpec.model_validate(fields, context={"origins": origins})
     except ValidationError as error:
         problems = "; ".join(
             detail["msg"].removeprefix("Value error, ") for detail in error.errors()
@@ -69,3 +89,4 @@ def detect_environment(
             hint="these variables are set by the launcher together; look for ones set by hand "
             "or inherited from an outer job",
         ) from None
+    return Detection(spec, reason, origins)

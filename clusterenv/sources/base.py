@@ -103,6 +103,7 @@ class Detector(ABC):
     """One scheduler or launcher. Subclasses are listed, in priority order, in ``_detect``."""
 
     source: ClassVar[Source]
+    reason: ClassVar[str]  # why this source was chosen, in words, for `clusterenv inspect`
 
     @abstractmethod
     def present(self, env: Mapping[str, str]) -> bool:

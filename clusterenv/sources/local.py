@@ -23,6 +23,7 @@ class LocalDetector(Detector):
     """
 
     source = Source.LOCAL
+    reason = "no scheduler or launcher variables are set"
 
     def present(self, env: Mapping[str, str]) -> bool:
         return True

@@ -86,6 +86,7 @@ class TaskLayout:
 
 class SlurmDetector(Detector):
     source = Source.SLURM
+    reason = "SLURM_JOB_ID is set: inside a Slurm job"
 
     def present(self, env: Mapping[str, str]) -> bool:
         return "SLURM_JOB_ID" in env or "SLURM_JOBID" in env

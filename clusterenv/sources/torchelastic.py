@@ -24,6 +24,7 @@ _HINT = (
 
 class TorchElasticDetector(Detector):
     source = Source.TORCHELASTIC
+    reason = "TORCHELASTIC_RUN_ID is set: a torchrun worker"
 
     def present(self, env: Mapping[str, str]) -> bool:
         return "TORCHELASTIC_RUN_ID" in env

@@ -14,11 +14,11 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 import clusterenv
-from tests.launchers.capture import relevant
+from clusterenv._capture import launcher_variables
 
 
 def main() -> None:
-    env = relevant(os.environ)
+    env = launcher_variables(os.environ)
     result: dict[str, Any]
     try:
         result = {"spec": clusterenv.detect_environment().model_dump(mode="json")}

@@ -1,0 +1,158 @@
+"""`clusterenv` / `python -m clusterenv`: see what this process got, and why."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from collections.abc import Mapping, Sequence
+
+from clusterenv import __version__
+from clusterenv._capture import launcher_variables
+from clusterenv._detect import explain_environment
+from clusterenv._diagnose import diagnose
+from clusterenv.exceptions import ClusterEnvError
+from clusterenv.hostlist import compress_hostlist
+
+__all__ = ["main"]
+
+FIELDS = """fields:
+  source            the scheduler or launcher detected (slurm, torchelastic, local)
+  role              rank: one task of a launch; batch: an sbatch script body;
+                    shell: the salloc shell; standalone: no launcher
+  nodes             nodes in this step (or allocation)
+  devices/node      ranks on this node: Lightning's `devices`
+  world size        ranks in the whole job
+  global/local/node rank of this process
+  main address      host:port where rank 0 listens (MASTER_ADDR / MASTER_PORT)
+  hosts             the node list, compressed, and how many
+  GPUs/node         GPUs allocated per node; visible: CUDA ids this process may use
+
+exit status: 0 ok (also with warnings), 1 warnings with --strict, 2 error"""
+
+
+class _Usage(Exception):
+    """A problem with the command line's inputs (e.g. an unreadable --env-file)."""
+
+
+def read_env_file(path: str) -> dict[str, str]:
+    """An environment from `env`/`printenv` output, KEY=VALUE lines or a JSON object."""
+    try:
+        if path == "-":
+            text = sys.stdin.read()
+        else:
+            with open(path, encoding="utf-8") as file:
+                text = file.read()
+    except OSError as error:
+        raise _Usage(f"cannot read --env-file {path}: {error.strerror}") from None
+    if text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise _Usage(f"--env-file {path} is not valid JSON: {error}") from None
+        data = data.get("env", data) if isinstance(data, dict) else data
+        if not isinstance(data, dict):
+            raise _Usage(f"--env-file {path}: expected a JSON object of variables")
+        return {str(key): str(value) for key, value in data.items()}
+    env = {}
+    for line in text.splitlines():
+        name, sep, value = line.removeprefix("export ").partition("=")
+        if sep and name.strip() and not name.lstrip().startswith("#"):
+            env[name.strip()] = value.strip().strip("'\"")
+    return env
+
+
+def _style(code: str) -> str:
+    on = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    return f"\033[{code}m" if on else ""
+
+
+def _report(env: Mapping[str, str]) -> tuple[dict[str, object], list[str], str]:
+    detection = explain_environment(env)
+    spec, origins = detection.spec, detection.origins
+    warnings = diagnose(spec, env)
+    bold, yellow, reset = _style("1"), _style("33"), _style("0")
+    hosts = compress_hostlist(spec.hostnames) if spec.hostnames else "(not named)"
+    rows = [
+        ("role", spec.role.value, ""),
+        ("nodes", spec.num_nodes, origins.get("num_nodes", "")),
+        ("devices/node", spec.devices_per_node, origins.get("devices_per_node", "")),
+        ("world size", spec.world_size, origins.get("world_size", "")),
+        ("global rank", spec.global_rank, origins.get("global_rank", "")),
+        ("local rank", spec.local_rank, origins.get("local_rank", "")),
+        ("node rank", spec.node_rank, origins.get("node_rank", "")),
+        ("main address", f"{spec.master_addr}:{spec.master_port}", origins.get("master_addr", "")),
+        ("job id", spec.job_id or "-", origins.get("job_id", "")),
+        ("hosts", f"{hosts} ({len(spec.hostnames)})", origins.get("hostnames", "")),
+        ("accelerator", spec.accelerator.value, ""),
+        ("GPUs/node", spec.gpus_per_node, origins.get("gpus_per_node", "")),
+        ("visible GPUs", ",".join(spec.visible_devices) or "-", origins.get("visible_devices", "")),
+    ]
+    lines = [f"{bold}clusterenv {__version__}: {spec.source.value}{reset} ({detection.reason})"]
+    for name, value, origin in rows:
+        line = f"  {name:<13} {value!s:<20} {origin}".rstrip()
+        lines.append(line if len(line) <= 80 else line[:79] + "…")
+    lines += [f"{yellow}warning:{reset} {warning}" for warning in warnings]
+    data: dict[str, object] = {
+        "spec": spec.model_dump(mode="json"),
+        "source_reason": detection.reason,
+        "provenance": origins,
+        "warnings": warnings,
+    }
+    return data, warnings, "\n".join(lines)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="clusterenv",
+        description="What resources does this process have, and what is its place in the job?",
+    )
+    parser.add_argument("--version", action="version", version=f"clusterenv {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    inspect = commands.add_parser(
+        "inspect",
+        help="show the detected resources and where each value came from",
+        description="Show what this process got and why. Run it as `srun clusterenv inspect` "
+        "to see every task.",
+        epilog=FIELDS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    inspect.add_argument(
+        "--json", action="store_true", help="print JSON: spec, provenance, warnings"
+    )
+    inspect.add_argument(
+        "--env-file",
+        metavar="PATH",
+        help="read the environment from a file (env/printenv output, KEY=VALUE lines or JSON; "
+        "'-' for stdin) instead of this process's",
+    )
+    inspect.add_argument("--strict", action="store_true", help="exit 1 when there are warnings")
+    capture = commands.add_parser(
+        "capture",
+        help="print this process's launcher variables as JSON, for bug reports",
+        description="Print the scheduler, launcher and CUDA variables of this process as JSON "
+        "(secrets redacted). `clusterenv inspect --env-file FILE` reads it back.",
+    )
+    capture.add_argument("--env-file", metavar="PATH", help="capture from a file instead")
+    for sub in (inspect, capture):
+        sub.add_argument("--debug", action="store_true", help="show tracebacks of errors")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        env = read_env_file(args.env_file) if args.env_file else dict(os.environ)
+        if args.command == "capture":
+            print(json.dumps({"env": launcher_variables(env)}, indent=2))
+            return 0
+        data, warnings, text = _report(env)
+    except (ClusterEnvError, _Usage) as error:
+        if args.debug:
+            traceback.print_exc()
+        print(f"clusterenv: error: {error}", file=sys.stderr)
+        return 2
+    print(json.dumps(data, indent=2) if args.json else text)
+    return 1 if args.strict and warnings else 0

@@ -1,0 +1,77 @@
+"""Warnings about the things that actually break multi-node jobs, each with a one-line fix."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from clusterenv._spec import ResourceSpec, Role, Source
+
+__all__ = ["diagnose"]
+
+# Ports that many scripts hard-code: two jobs sharing a node then collide.
+_COMMON_PORTS = frozenset({12910, 29500, 1234, 12345})
+
+
+def diagnose(spec: ResourceSpec, env: Mapping[str, str]) -> list[str]:
+    """Human-readable warnings for ``spec`` detected from ``env``; empty when all is well."""
+    warnings = []
+    slurm = "SLURM_JOB_ID" in env or "SLURM_JOBID" in env
+    if spec.role is Role.BATCH:
+        warnings.append(
+            "this is the batch step of an sbatch script: one process, not the ranks. "
+            "Fix: start them with `srun python train.py` (or `srun clusterenv inspect`)"
+        )
+    elif spec.role is Role.SHELL:
+        warnings.append(
+            "this is the salloc shell on the submit host, outside the allocation's nodes. "
+            "Fix: run `srun clusterenv inspect` to see what each task gets"
+        )
+    if spec.gpus_per_node and not spec.visible_devices and spec.role is not Role.SHELL:
+        shown = repr(env["CUDA_VISIBLE_DEVICES"]) if "CUDA_VISIBLE_DEVICES" in env else "unset"
+        warnings.append(
+            f"{spec.gpus_per_node} GPUs per node are allocated but CUDA_VISIBLE_DEVICES is "
+            f"{shown} and none is visible. Fix: do not set CUDA_VISIBLE_DEVICES in the job script"
+        )
+    if (
+        spec.source is Source.SLURM
+        and spec.role is Role.RANK
+        and spec.gpus_per_node
+        and spec.devices_per_node != spec.gpus_per_node
+    ):
+        warnings.append(
+            f"{spec.devices_per_node} tasks on this node but {spec.gpus_per_node} GPUs: "
+            f"Lightning expects one task per GPU. Fix: --ntasks-per-node={spec.gpus_per_node}"
+        )
+    if (
+        slurm
+        and "SLURM_NTASKS" in env
+        and "SLURM_NTASKS_PER_NODE" not in env
+        and spec.num_nodes > 1
+    ):
+        warnings.append(
+            "--ntasks without --ntasks-per-node: Slurm may spread tasks unevenly and "
+            "Lightning's own SLURMEnvironment refuses the job. Fix: use --ntasks-per-node"
+        )
+    step_tasks = env.get("SLURM_STEP_TASKS_PER_NODE", "")
+    if (
+        spec.source is Source.TORCHELASTIC
+        and "SLURM_STEP_ID" in env
+        and step_tasks not in ("", "1")
+    ):
+        warnings.append(
+            f"torchrun runs inside an srun step with SLURM_STEP_TASKS_PER_NODE={step_tasks!r}: "
+            "every task starts its own torchrun (a double launch). Fix: srun --ntasks-per-node=1"
+        )
+    if slurm and spec.master_port in _COMMON_PORTS and "MASTER_PORT" in env:
+        warnings.append(
+            f"MASTER_PORT={env['MASTER_PORT']!r} is a common default; two jobs on one node will "
+            "collide. Fix: unset MASTER_PORT and clusterenv derives one from the job id"
+        )
+    job_name = env.get("SLURM_JOB_NAME")
+    if job_name in ("bash", "interactive") and spec.role is Role.RANK and spec.world_size > 1:
+        warnings.append(
+            f"SLURM_JOB_NAME={job_name!r}: Lightning's own SLURM detection then treats every "
+            "task as rank 0. Fix: pass clusterenv's cluster environment to the Trainer, or "
+            "name the job (--job-name)"
+        )
+    return warnings
