@@ -15,7 +15,7 @@ _NAMES = frozenset(
         *("ENVIRONMENT", "OMP_NUM_THREADS", "CLUSTERENV_SOURCE"),
     ]
 )
-_SECRET = re.compile(r"TOKEN|SECRET|PASSW|CRED|KEY|AUTH", re.IGNORECASE)
+_SECRET = re.compile(r"TOKEN|SECRET|PASSW|CRED|KEY|AUTH|COOKIE|SESSION", re.IGNORECASE)
 
 
 def launcher_variables(env: Mapping[str, str], *, redact: bool = True) -> dict[str, str]:

@@ -34,6 +34,11 @@ def free_port() -> int:
 
 def launch(command: str, workdir: Path, timeout: float = 120) -> list[Record]:
     """Run ``command`` (``{task}`` = the report script) in a clean environment."""
+    return [json.loads(path.read_text()) for path in launch_files(command, workdir, timeout)]
+
+
+def launch_files(command: str, workdir: Path, timeout: float = 120) -> list[Path]:
+    """Run ``command`` in a clean environment; the files its tasks wrote into ``{out}``."""
     out = workdir / "records"
     out.mkdir(parents=True, exist_ok=True)
     task = f"{sys.executable} {REPORT} {out}"
@@ -47,10 +52,10 @@ def launch(command: str, workdir: Path, timeout: float = 120) -> list[Record]:
     )
     if result.returncode:
         raise AssertionError(f"{line!r} exited {result.returncode}:\n{result.stderr[-3000:]}")
-    records = [json.loads(path.read_text()) for path in sorted(out.glob("*.json"))]
-    if not records:
+    files = sorted(out.glob("*.json"))
+    if not files:
         raise AssertionError(f"{line!r} started no task:\n{result.stderr[-3000:]}")
-    return records
+    return files
 
 
 def scontrol_hostnames(nodelist: str) -> list[str]:

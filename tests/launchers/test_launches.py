@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from tests.launchers.harness import (
     check_slurm,
     check_torchrun,
     launch,
+    launch_files,
     record_capture,
     scontrol_hostnames,
     slurm_version,
@@ -152,3 +154,16 @@ def test_mpirun_launch(ranks: int, tmp_path: Path) -> None:
     assert {r["env"]["OMPI_COMM_WORLD_SIZE"] for r in records} == {str(ranks)}
     assert all("spec" in r for r in records)
     record_capture(f"mpirun-np{ranks}", command, records, {"launcher": "openmpi"})
+
+
+@pytest.mark.slurm
+@pytest.mark.usefixtures("slurm_cluster")
+def test_inspect_json_in_every_task(tmp_path: Path) -> None:
+    """`srun -N2 -n4 clusterenv inspect --json`: four consistent documents, one per task."""
+    command = "srun -N2 -n4 -o {out}/%t.json {python} -m clusterenv inspect --json"
+    reports = [json.loads(path.read_text()) for path in sorted(launch_files(command, tmp_path))]
+    specs = [report["spec"] for report in reports]
+    assert sorted(spec["global_rank"] for spec in specs) == [0, 1, 2, 3]
+    assert {(spec["world_size"], spec["master_addr"], spec["master_port"]) for spec in specs} == {
+        (4, "cn001", specs[0]["master_port"])
+    }
