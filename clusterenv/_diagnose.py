@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from clusterenv._spec import ResourceSpec, Role, Source
+from clusterenv.sources.slurm import SlurmDetector
 
 __all__ = ["diagnose"]
 
@@ -15,7 +16,7 @@ _COMMON_PORTS = frozenset({12910, 29500, 1234, 12345})
 def diagnose(spec: ResourceSpec, env: Mapping[str, str]) -> list[str]:
     """Human-readable warnings for ``spec`` detected from ``env``; empty when all is well."""
     warnings = []
-    slurm = "SLURM_JOB_ID" in env or "SLURM_JOBID" in env
+    slurm = SlurmDetector().present(env)  # also when torchrun or mpirun runs inside the job
     if spec.role is Role.BATCH:
         warnings.append(
             "this is the batch step of an sbatch script: one process, not the ranks. "

@@ -120,9 +120,13 @@ def _part_values(part: _Part, prefix: str = "") -> list[str]:
     return values
 
 
+def _count(items: list[_Item]) -> int:
+    return sum(math.prod(_part_size(part) for part in item) for item in items)
+
+
 def count_hosts(hostlist: str) -> int:
     """Number of hosts ``hostlist`` expands to, without expanding it."""
-    return sum(math.prod(_part_size(part) for part in item) for item in _parse(hostlist))
+    return _count(_parse(hostlist))
 
 
 def first_host(hostlist: str) -> str:
@@ -143,7 +147,7 @@ def expand_hostlist(hostlist: str) -> list[str]:
     than ``MAX_HOSTS`` hosts.
     """
     items = _parse(hostlist)
-    total = sum(math.prod(_part_size(part) for part in item) for item in items)
+    total = _count(items)
     if total > MAX_HOSTS:
         raise _error(hostlist, f"it expands to {total} hosts, more than {MAX_HOSTS}")
     hosts: list[str] = []

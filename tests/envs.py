@@ -21,6 +21,7 @@ def task_counts(counts: list[int]) -> str:
 
 
 def _job(job_id: str, nodelist: str, name: str) -> dict[str, str]:
+    nodes = str(len(expand_hostlist(nodelist)))
     return {
         "SLURM_CLUSTER_NAME": "clusterenv",
         "SLURM_JOB_ID": job_id,
@@ -28,8 +29,8 @@ def _job(job_id: str, nodelist: str, name: str) -> dict[str, str]:
         "SLURM_JOB_NAME": name,
         "SLURM_JOB_NODELIST": nodelist,
         "SLURM_NODELIST": nodelist,
-        "SLURM_JOB_NUM_NODES": str(len(expand_hostlist(nodelist))),
-        "SLURM_NNODES": str(len(expand_hostlist(nodelist))),
+        "SLURM_JOB_NUM_NODES": nodes,
+        "SLURM_NNODES": nodes,
         "SLURM_JOB_PARTITION": "debug",
         "SLURM_SUBMIT_HOST": "login1",
     }

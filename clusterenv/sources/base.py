@@ -47,14 +47,22 @@ class EnvReader:
         """``"VAR='value', ..."`` for the variables ``field`` came from ('' if none)."""
         return ", ".join(f"{name}={self.env[name]!r}" for name in self.origins.get(field, ()))
 
-    def text(self, field: str, *names: str, hint: str) -> str:
-        """The first of ``names`` that is set and non-empty; ``MissingVariableError`` if none."""
+    def optional(self, field: str, *names: str) -> str | None:
+        """The first of ``names`` that is set, stripped, if it is non-empty; else ``None``."""
         found = self.lookup(*names)
         if found is None or not found[1].strip():
-            shown = found[0] + "=''" if found else " or ".join(names) + " (not set)"
-            raise MissingVariableError(f"{field} needs {shown}", variables=names, hint=hint)
+            return None
         self.note(field, found[0])
         return found[1].strip()
+
+    def text(self, field: str, *names: str, hint: str) -> str:
+        """The first of ``names`` that is set and non-empty; ``MissingVariableError`` if none."""
+        value = self.optional(field, *names)
+        if value is None:
+            found = self.lookup(*names)
+            shown = found[0] + "=''" if found else " or ".join(names) + " (not set)"
+            raise MissingVariableError(f"{field} needs {shown}", variables=names, hint=hint)
+        return value
 
     def integer(
         self,

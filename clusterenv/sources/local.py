@@ -30,9 +30,6 @@ class LocalDetector(Detector):
 
     def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> dict[str, Any]:
         devices = visible_gpus(reader, gpu_probe)
-        master_addr = reader.env.get("MASTER_ADDR", "").strip()
-        if master_addr:
-            reader.note("master_addr", "MASTER_ADDR")
         return {
             "source": self.source,
             "role": Role.STANDALONE,
@@ -42,7 +39,7 @@ class LocalDetector(Detector):
             "global_rank": 0,
             "local_rank": 0,
             "node_rank": 0,
-            "master_addr": master_addr or "127.0.0.1",
+            "master_addr": reader.optional("master_addr", "MASTER_ADDR") or "127.0.0.1",
             "master_port": reader.port(
                 DEFAULT_PORT, hint="export MASTER_PORT as a free TCP port, or unset it"
             ),

@@ -92,10 +92,9 @@ class SlurmDetector(Detector):
         return "SLURM_JOB_ID" in env or "SLURM_JOBID" in env
 
     def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> dict[str, Any]:
-        env = reader.env
         job_id = reader.text("job_id", "SLURM_JOB_ID", "SLURM_JOBID", hint=_HINT)
         job_number = parse_integer(reader.origins["job_id"][0], job_id, hint=_HINT)
-        fields = self._step(reader) if "SLURM_STEP_ID" in env else self._allocation(reader)
+        fields = self._step(reader) if "SLURM_STEP_ID" in reader.env else self._allocation(reader)
         if fields["role"] is Role.SHELL:
             devices: tuple[str, ...] = ()  # the shell runs on the submit host, not on a node
             gpus = fields.pop("gpus_per_node") or 0
@@ -105,10 +104,8 @@ class SlurmDetector(Detector):
             if gpus is None:
                 reader.origins["gpus_per_node"] = reader.origins.get("visible_devices", ())
                 gpus = len(devices)
-        if "MASTER_ADDR" in env and env["MASTER_ADDR"].strip():
-            reader.note("master_addr", "MASTER_ADDR")
-            master_addr = env["MASTER_ADDR"].strip()
-        else:
+        master_addr = reader.optional("master_addr", "MASTER_ADDR")
+        if master_addr is None:
             reader.origins["master_addr"] = reader.origins["hostnames"]
             master_addr = fields["hostnames"][0]
         return {
