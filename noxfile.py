@@ -15,7 +15,7 @@ TORCH = "torch==2.13.0"
 def tests(session: nox.Session) -> None:
     """The whole suite, real launchers included (the Slurm cluster is started as needed)."""
     session.install(TORCH)
-    session.install("-e", ".[dev]")
+    session.install("-e", ".[dev,lightning,pytorch-lightning]", TORCH)
     session.run("pytest", *session.posargs)
 
 
@@ -28,7 +28,8 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    session.install("-e", ".[dev]")
+    session.install(TORCH)
+    session.install("-e", ".[dev,lightning,pytorch-lightning]", TORCH)
     session.run("mypy")
 
 

@@ -15,6 +15,7 @@ from clusterenv.exceptions import (
     HostlistError,
     InconsistentEnvironmentError,
     InvalidVariableError,
+    MissingDependencyError,
     MissingVariableError,
 )
 from clusterenv.hostlist import compress_hostlist, expand_hostlist, first_host
@@ -27,6 +28,7 @@ __all__ = [
     "HostlistError",
     "InconsistentEnvironmentError",
     "InvalidVariableError",
+    "MissingDependencyError",
     "MissingVariableError",
     "ResourceSpec",
     "Role",

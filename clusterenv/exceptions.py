@@ -9,7 +9,8 @@ to do about it::
     ├── MissingVariableError           a variable the source needs is not set
     ├── InvalidVariableError           a variable is set but its value cannot be parsed
     │   └── HostlistError              a Slurm hostlist is malformed
-    └── InconsistentEnvironmentError   values parse, but contradict each other
+    ├── InconsistentEnvironmentError   values parse, but contradict each other
+    └── MissingDependencyError         an optional package (Lightning) is not installed
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ __all__ = [
     "HostlistError",
     "InconsistentEnvironmentError",
     "InvalidVariableError",
+    "MissingDependencyError",
     "MissingVariableError",
 ]
 
@@ -53,3 +55,7 @@ class HostlistError(InvalidVariableError):
 
 class InconsistentEnvironmentError(ClusterEnvError):
     """Values parse on their own but contradict each other (e.g. rank >= world size)."""
+
+
+class MissingDependencyError(ClusterEnvError, ImportError):
+    """An optional dependency (e.g. Lightning for :mod:`clusterenv.lightning`) is missing."""

@@ -69,7 +69,9 @@ def test_default_environment_is_os_environ(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_detection_imports_neither_torch_nor_lightning() -> None:
     code = (
-        "import sys, clusterenv; clusterenv.detect_environment(); "
+        "import sys, argparse, clusterenv, clusterenv.lightning as cl; "
+        "clusterenv.detect_environment(); cl.add_trainer_args(argparse.ArgumentParser()); "
+        "cl.rank_zero_print('', end=''); "
         "print(sorted(m for m in ('torch', 'lightning', 'pytorch_lightning') if m in sys.modules))"
     )
     result = subprocess.run(

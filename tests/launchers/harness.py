@@ -21,6 +21,7 @@ from typing import Any
 from tests.launchers.capture import scrub, scrub_text
 
 REPORT = Path(__file__).with_name("report.py")
+FIT = Path(__file__).with_name("fit.py")
 CAPTURES = Path(__file__).parents[1] / "data" / "captures"
 Record = dict[str, Any]  # {"env": {...}, "spec": {...}} or {"env": ..., "error": ...}
 
@@ -38,12 +39,16 @@ def launch(command: str, workdir: Path, timeout: float = 120) -> list[Record]:
 
 
 def launch_files(command: str, workdir: Path, timeout: float = 120) -> list[Path]:
-    """Run ``command`` in a clean environment; the files its tasks wrote into ``{out}``."""
+    """Run ``command`` in a clean environment; the files its tasks wrote into ``{out}``.
+
+    Placeholders: ``{task}`` (report.py into ``{out}``), ``{python}``, ``{report}``,
+    ``{fit}`` (fit.py), ``{out}`` and ``{port}`` (a free TCP port).
+    """
     out = workdir / "records"
     out.mkdir(parents=True, exist_ok=True)
     task = f"{sys.executable} {REPORT} {out}"
     line = command.format(
-        task=task, python=sys.executable, report=REPORT, out=out, port=free_port()
+        task=task, python=sys.executable, report=REPORT, fit=FIT, out=out, port=free_port()
     )
     # Like a fresh login: nothing of the test process's own environment leaks into the job.
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"), "LANG": "C.UTF-8"}
