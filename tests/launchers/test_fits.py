@@ -10,6 +10,8 @@ The emulated node names do not resolve here, so those launches export ``MASTER_A
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -84,3 +86,35 @@ def test_uneven_srun_step_fails_fast_with_the_fix(tmp_path: Path) -> None:
     """-N2 -n3 puts 2 and 1 tasks on the nodes: Lightning cannot express that."""
     with pytest.raises(AssertionError, match="Lightning needs the same number on every node"):
         launch_files(f"{SRUN} -N2 -n3 {FIT} lightning", tmp_path)
+
+
+@pytest.mark.torchrun
+@pytest.mark.usefixtures("torchrun")
+def test_the_example_training_script_runs_under_torchrun(tmp_path: Path) -> None:
+    example = Path(__file__).parents[2] / "docs" / "examples" / "train.py"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node=2",
+            str(example),
+            "--max_steps",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    assert lines.count("training on 1 node(s) x 2 device(s)") == 1, result.stdout
+    assert lines.count("done after 2 steps, world size 2") == 1, result.stdout
+
+
+def test_the_example_shell_scripts_parse() -> None:
+    for script in (Path(__file__).parents[2] / "docs" / "examples").glob("*.s*"):
+        subprocess.run(["bash", "-n", str(script)], check=True)
