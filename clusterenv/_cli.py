@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 import traceback
 from collections.abc import Mapping, Sequence
 
@@ -13,6 +14,7 @@ from clusterenv import __version__
 from clusterenv._capture import launcher_variables
 from clusterenv._detect import explain_environment
 from clusterenv._diagnose import diagnose
+from clusterenv._spec import ResourceSpec
 from clusterenv.exceptions import ClusterEnvError
 from clusterenv.hostlist import compress_hostlist
 
@@ -47,7 +49,11 @@ def read_env_file(path: str) -> dict[str, str]:
                 text = file.read()
     except OSError as error:
         raise _Usage(f"cannot read --env-file {path}: {error.strerror}") from None
-    if text.lstrip().startswith("{"):
+    except UnicodeDecodeError:
+        raise _Usage(
+            f"--env-file {path} is not UTF-8 text (env, KEY=VALUE lines or JSON)"
+        ) from None
+    if text.lstrip().startswith(("{", "[")):
         try:
             data = json.loads(text)
         except json.JSONDecodeError as error:
@@ -69,12 +75,35 @@ def _style(code: str) -> str:
     return f"\033[{code}m" if on else ""
 
 
-def _report(env: Mapping[str, str]) -> tuple[dict[str, object], list[str], str]:
+def _lightning(spec: ResourceSpec, package: str) -> tuple[dict[str, object], list[str]]:
+    """The adapter's Trainer kwargs for ``spec`` (imports Lightning, hence only on request)."""
+    import clusterenv.lightning as cl  # noqa: PLC0415 - torch only with --lightning
+
+    chosen = cl.resolve_package(None if package == "auto" else package)  # type: ignore[arg-type]
+    try:
+        kwargs = cl.trainer_kwargs(spec, package=chosen)
+    except ClusterEnvError as error:
+        return {"package": chosen, "error": str(error)}, [f"Lightning: {error}"]
+    kwargs["plugins"] = [type(plugin).__name__ for plugin in kwargs["plugins"]]
+    return {"package": chosen, "trainer_kwargs": kwargs}, []
+
+
+def _report(
+    env: Mapping[str, str], lightning: str | None
+) -> tuple[dict[str, object], list[str], str]:
     detection = explain_environment(env)
     spec, origins = detection.spec, detection.origins
     warnings = diagnose(spec, env)
+    adapter: dict[str, object] = {}
+    if lightning:
+        adapter, problems = _lightning(spec, lightning)
+        warnings += problems
     bold, yellow, reset = _style("1"), _style("33"), _style("0")
-    hosts = compress_hostlist(spec.hostnames) if spec.hostnames else "(not named)"
+    hosts = (
+        f"{compress_hostlist(spec.hostnames)} ({len(spec.hostnames)})"
+        if spec.hostnames
+        else "(not named)"
+    )
     rows = [
         ("role", spec.role.value, ""),
         ("nodes", spec.num_nodes, origins.get("num_nodes", "")),
@@ -85,21 +114,30 @@ def _report(env: Mapping[str, str]) -> tuple[dict[str, object], list[str], str]:
         ("node rank", spec.node_rank, origins.get("node_rank", "")),
         ("main address", f"{spec.master_addr}:{spec.master_port}", origins.get("master_addr", "")),
         ("job id", spec.job_id or "-", origins.get("job_id", "")),
-        ("hosts", f"{hosts} ({len(spec.hostnames)})", origins.get("hostnames", "")),
+        ("hosts", hosts, origins.get("hostnames", "")),
         ("accelerator", spec.accelerator.value, ""),
         ("GPUs/node", spec.gpus_per_node, origins.get("gpus_per_node", "")),
         ("visible GPUs", ",".join(spec.visible_devices) or "-", origins.get("visible_devices", "")),
     ]
-    lines = [f"{bold}clusterenv {__version__}: {spec.source.value}{reset} ({detection.reason})"]
+    lines = [f"{bold}clusterenv {__version__}: {spec.source.value}{reset}"]
+    rows.insert(0, ("why", detection.reason, ""))
     for name, value, origin in rows:
         line = f"  {name:<13} {value!s:<20} {origin}".rstrip()
         lines.append(line if len(line) <= 80 else line[:79] + "…")
-    lines += [f"{yellow}warning:{reset} {warning}" for warning in warnings]
+    if "trainer_kwargs" in adapter:
+        kwargs = adapter["trainer_kwargs"]
+        assert isinstance(kwargs, dict)
+        lines.append(f"{bold}Trainer kwargs ({adapter['package']}){reset}")
+        lines += [f"  {name:<23} {value}" for name, value in kwargs.items()]
+    for warning in warnings:
+        first, *rest = textwrap.wrap(f"warning: {warning}", 80, subsequent_indent="  ")
+        lines += [first.replace("warning:", f"{yellow}warning:{reset}", 1), *rest]
     data: dict[str, object] = {
         "spec": spec.model_dump(mode="json"),
         "source_reason": detection.reason,
         "provenance": origins,
         "warnings": warnings,
+        **({"lightning": adapter} if adapter else {}),
     }
     return data, warnings, "\n".join(lines)
 
@@ -129,6 +167,14 @@ def _parser() -> argparse.ArgumentParser:
         "'-' for stdin) instead of this process's",
     )
     inspect.add_argument("--strict", action="store_true", help="exit 1 when there are warnings")
+    inspect.add_argument(
+        "--lightning",
+        nargs="?",
+        const="auto",
+        choices=["auto", "lightning", "pytorch_lightning"],
+        help="also show the Trainer kwargs of clusterenv.lightning (imports torch; default "
+        "package: the first installed of lightning, pytorch_lightning)",
+    )
     capture = commands.add_parser(
         "capture",
         help="print this process's launcher variables as JSON, for bug reports",
@@ -148,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "capture":
             print(json.dumps({"env": launcher_variables(env)}, indent=2))
             return 0
-        data, warnings, text = _report(env)
+        data, warnings, text = _report(env, args.lightning)
     except (ClusterEnvError, _Usage) as error:
         if args.debug:
             traceback.print_exc()

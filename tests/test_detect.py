@@ -26,6 +26,7 @@ def test_public_api() -> None:
             "HostlistError",
             "InconsistentEnvironmentError",
             "InvalidVariableError",
+            "MissingDependencyError",
             "MissingVariableError",
             "ResourceSpec",
             "Role",
