@@ -36,7 +36,8 @@ def typecheck(session: nox.Session) -> None:
 @nox.session
 def bench(session: nox.Session) -> None:
     """Ratios measured in one run: import/detect cost and hostlist speed."""
-    session.install("-e", ".[dev]")
+    session.install(TORCH)
+    session.install("-e", ".[dev,lightning]", TORCH)
     session.run("python", "benchmarks/run.py", *session.posargs)
 
 
