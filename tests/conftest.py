@@ -6,6 +6,8 @@ import pytest
 
 from clusterenv._capture import launcher_variables
 
+pytest_plugins = ["pytester"]
+
 
 @pytest.fixture(autouse=True)
 def _no_real_launcher(monkeypatch: pytest.MonkeyPatch) -> None:

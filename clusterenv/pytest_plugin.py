@@ -1,0 +1,58 @@
+"""pytest plugin (active once clusterenv is installed): fixtures for launcher environments.
+
+    def test_rank_five(cluster_env):
+        cluster_env(slurm_env(nodes=2, tasks_per_node=4, gpus_per_node=4, procid=5))
+        assert clusterenv.detect_environment().global_rank == 5
+
+``cluster_env(mapping)`` first removes every launcher variable of the real environment
+(a test run inside a Slurm job or under torchrun must not leak into the test), then sets
+``mapping``; ``fake_gpus(n)`` makes this machine look as if it had ``n`` GPUs, for
+clusterenv's probe and for ``torch.cuda``. Both are undone after the test.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+from collections.abc import Callable, Mapping
+
+import pytest
+
+from clusterenv._capture import launcher_variables
+
+__all__ = ["cluster_env", "fake_gpus"]
+
+
+@pytest.fixture
+def cluster_env(monkeypatch: pytest.MonkeyPatch) -> Callable[[Mapping[str, str]], dict[str, str]]:
+    """Replace the launcher variables of ``os.environ`` by a mapping; returns the mapping."""
+
+    def apply(env: Mapping[str, str]) -> dict[str, str]:
+        for name in launcher_variables(os.environ, redact=False):
+            monkeypatch.delenv(name)
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        return dict(env)
+
+    return apply
+
+
+@pytest.fixture
+def fake_gpus(monkeypatch: pytest.MonkeyPatch) -> Callable[[int], tuple[str, ...]]:
+    """Pretend this machine has ``n`` CUDA GPUs (0 for none); returns their ids.
+
+    Patches clusterenv's GPU probe (used where ``CUDA_VISIBLE_DEVICES`` is unset) and, when
+    torch is installed, ``torch.cuda.device_count`` / ``is_available``.
+    """
+
+    def apply(n: int) -> tuple[str, ...]:
+        ids = tuple(str(index) for index in range(n))
+        monkeypatch.setattr("clusterenv._detect.probe_gpus", lambda: ids)
+        if importlib.util.find_spec("torch") is not None:
+            cuda = importlib.import_module("torch.cuda")
+            monkeypatch.setattr(cuda, "device_count", lambda: n)
+            monkeypatch.setattr(cuda, "is_available", lambda: n > 0)
+        return ids
+
+    return apply

@@ -1,0 +1,146 @@
+"""clusterenv.testing against the real launches recorded in tests/data/captures/."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clusterenv import ClusterEnvError, detect_environment
+from clusterenv.testing import local_env, slurm_env, torchrun_env
+
+CAPTURES = Path(__file__).parent / "data" / "captures"
+
+# Values set by the site or the machine, not by the topology (compared by name only).
+MACHINE = frozenset(
+    {
+        *("SLURM_CLUSTER_NAME", "SLURM_CONF", "SLURM_JOB_PARTITION", "SLURM_SUBMIT_DIR"),
+        *("SLURM_SUBMIT_HOST", "SLURM_JOB_GID", "SLURM_JOB_UID", "SLURM_JOB_USER"),
+        *("SLURM_PRIO_PROCESS", "SLURM_WORKING_CLUSTER", "SLURM_LAUNCH_NODE_IPADDR"),
+        *("SLURM_SRUN_COMM_HOST", "SLURM_SRUN_COMM_PORT", "SLURM_STEP_LAUNCHER_PORT"),
+        *("SLURM_TASK_PID", "SLURM_UMASK", "TORCHELASTIC_ERROR_FILE"),
+    }
+)
+Mock = Callable[[dict[str, str]], dict[str, str]]  # a captured task's env -> the mock of it
+
+
+def slurm(**kwargs: Any) -> Mock:
+    def build(real: dict[str, str]) -> dict[str, str]:
+        return slurm_env(
+            procid=int(real.get("SLURM_PROCID", "0")),
+            job_id=real["SLURM_JOB_ID"],
+            job_name=real["SLURM_JOB_NAME"],
+            nodelist=real["SLURM_JOB_NODELIST"],
+            **kwargs,
+        )
+
+    return build
+
+
+def torchrun(nnodes: int, **kwargs: Any) -> Mock:
+    def build(real: dict[str, str]) -> dict[str, str]:
+        return torchrun_env(
+            nnodes,
+            int(real["LOCAL_WORLD_SIZE"]),
+            int(real["RANK"]),
+            master_addr=real["MASTER_ADDR"],
+            master_port=int(real["MASTER_PORT"]),
+            run_id=real["TORCHELASTIC_RUN_ID"],
+            **kwargs,
+        )
+
+    return build
+
+
+MOCKS: dict[str, Mock] = {
+    "export-none": slurm(nodes=2, tasks_per_node=1),
+    "gpus-per-node": slurm(nodes=2, tasks_per_node=2, gpus_per_node=2),
+    "gpus-per-node-typed": slurm(nodes=2, tasks_per_node=2, gpus_per_node=2, gpu_type="a100"),
+    "gpus-per-task": slurm(nodes=2, tasks_per_node=2, gpus_per_task=1),
+    "gres-gpu": slurm(nodes=2, tasks_per_node=2, gpus_per_node=2),
+    "job-name-bash": slurm(nodes=2, tasks_per_node=2),
+    "salloc-shell": slurm(nodes=2, step="salloc"),
+    "salloc-srun-interactive-name": slurm(nodes=2, tasks_per_node=2, within="salloc"),
+    "sbatch-batch-step": slurm(nodes=2, tasks_per_node=2, step="batch"),
+    "sbatch-batch-step-typed-gpus": slurm(nodes=2, step="batch", gpus_per_node=2, gpu_type="a100"),
+    "sbatch-srun": slurm(nodes=2, tasks_per_node=2, within="sbatch"),
+    "srun-N2-n3-uneven": slurm(nodes=2, tasks_per_node=[2, 1]),
+    "srun-N2-n4-cyclic": slurm(nodes=2, tasks_per_node=[3, 1], distribution="cyclic"),
+    "srun-N2-ntasks-per-node2": slurm(nodes=2, tasks_per_node=2),
+    "srun-four-nodes-uneven": slurm(nodes=4, tasks_per_node=[4, 1, 1, 1]),
+    "srun-noncontiguous-nodes": slurm(nodes=3),
+    "torchrun-standalone": torchrun(1),
+    "torchrun-static-2-nodes": torchrun(2),
+    "torchrun-c10d-2-nodes": torchrun(2),
+    "torchrun-inside-srun": lambda real: slurm(nodes=2, tasks_per_node=1)(real) | torchrun(2)(real),
+}
+NOT_MODELLED = {"array-job", "het-job", "mpi-pmi2", "mpi-pmix", "mpirun-np2", "mpirun-np3"}
+NOT_MODELLED |= {"step-smaller-than-job"}
+
+
+def test_every_capture_is_mocked_or_declared_not_modelled() -> None:
+    names = {path.stem for path in CAPTURES.glob("*.json")}
+    assert names == set(MOCKS) | NOT_MODELLED
+
+
+@pytest.mark.parametrize("name", sorted(MOCKS))
+def test_mock_has_the_shape_of_the_real_launch(name: str) -> None:
+    capture = json.loads((CAPTURES / f"{name}.json").read_text())
+    for task in capture["tasks"]:
+        real = task["env"]
+        mock = MOCKS[name](real)
+        assert sorted(mock) == sorted(real), "not the variable names the launcher sets"
+        differ = {
+            key: (mock[key], real[key])
+            for key in real
+            if key not in MACHINE and mock[key] != real[key]
+        }
+        assert not differ, f"(mock, real) values differ: {differ}"
+        # Both set CUDA_VISIBLE_DEVICES where Slurm binds GPUs; elsewhere: no GPU here.
+        assert detect_environment(mock, gpu_probe=tuple) == detect_environment(
+            real, gpu_probe=tuple
+        )
+
+
+def test_the_docstring_topology() -> None:
+    env = slurm_env(nodes=2, tasks_per_node=4, gpus_per_node=4, procid=5)
+    spec = detect_environment(env)
+    assert (spec.world_size, spec.node_rank, spec.local_rank, spec.gpus_per_node) == (8, 1, 1, 4)
+    assert env["SLURM_TASKS_PER_NODE"] == "4(x2)"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        ({"nodes": 2, "tasks_per_node": [1]}, "each of 2 nodes"),
+        ({"nodes": 2, "nodelist": "cn[1-3]"}, "names 3 hosts"),
+        ({"nodes": 1, "procid": 1}, "not a rank of 1"),
+        ({"step": "batch", "procid": 1}, "no srun options"),
+        ({"step": "salloc", "within": "sbatch"}, "no srun options"),
+        ({"gpus_per_node": 2, "gpus_per_task": 1}, "both given"),
+        ({"gpu_type": "a100"}, "needs gpus_per_node"),
+    ],
+)
+def test_impossible_topologies_raise(kwargs: dict[str, Any], words: str) -> None:
+    with pytest.raises(ClusterEnvError, match=words):
+        slurm_env(**kwargs)
+
+
+def test_torchrun_and_local() -> None:
+    with pytest.raises(ClusterEnvError, match="not a worker"):
+        torchrun_env(1, 2, 2)
+    assert detect_environment(torchrun_env(2, 2, 3)).node_rank == 1
+    assert local_env() == {}
+    assert detect_environment(local_env(2)).world_size == 2
+
+
+@pytest.mark.parametrize("module", ["clusterenv", "clusterenv.testing"])
+def test_docstring_examples(module: str) -> None:
+    """The examples in module docstrings are run, so they cannot rot."""
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.failed == 0
