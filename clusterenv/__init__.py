@@ -9,6 +9,7 @@ Importing clusterenv never imports torch or lightning.
 """
 
 from clusterenv._detect import detect_environment
+from clusterenv._probe import ProbeError, ProbeReport, probe
 from clusterenv._spec import Accelerator, ResourceSpec, Role, Source
 from clusterenv.exceptions import (
     ClusterEnvError,
@@ -30,6 +31,8 @@ __all__ = [
     "InvalidVariableError",
     "MissingDependencyError",
     "MissingVariableError",
+    "ProbeError",
+    "ProbeReport",
     "ResourceSpec",
     "Role",
     "Source",
@@ -38,4 +41,5 @@ __all__ = [
     "detect_environment",
     "expand_hostlist",
     "first_host",
+    "probe",
 ]

@@ -14,6 +14,7 @@ from clusterenv import __version__
 from clusterenv._capture import launcher_variables
 from clusterenv._detect import explain_environment
 from clusterenv._diagnose import diagnose
+from clusterenv._probe import DEFAULT_TIMEOUT, ProbeError, probe
 from clusterenv._spec import ResourceSpec
 from clusterenv.exceptions import ClusterEnvError
 from clusterenv.hostlist import compress_hostlist
@@ -142,6 +143,21 @@ def _report(
     return data, warnings, "\n".join(lines)
 
 
+def _probe(timeout: float, backend: str | None) -> int:
+    try:
+        report = probe(timeout=timeout, backend=backend)
+    except ProbeError as error:
+        if error.report is not None:  # rank 0: the table first, then the verdict
+            print(error.report.table())
+        raise
+    if report.rows:
+        print(report.table())
+        if backend:
+            spec = report.spec
+            print(f"{backend}: init_process_group and all_reduce over {spec.world_size} ranks OK")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="clusterenv",
@@ -182,7 +198,27 @@ def _parser() -> argparse.ArgumentParser:
         "(secrets redacted). `clusterenv inspect --env-file FILE` reads it back.",
     )
     capture.add_argument("--env-file", metavar="PATH", help="capture from a file instead")
-    for sub in (inspect, capture):
+    probe = commands.add_parser(
+        "probe",
+        help="check that every rank reaches rank 0, before training starts",
+        description="Run in every rank, like the training (`srun clusterenv probe`, "
+        "`torchrun ... -m clusterenv probe`): a TCP rendezvous at the main address and port. "
+        "Rank 0 prints one row per rank and the verdict; the other ranks print only "
+        "failures. Exit 0 when every rank arrived and all agree, 2 otherwise.",
+    )
+    probe.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="S",
+        help=f"give up after S seconds (default {DEFAULT_TIMEOUT:g})",
+    )
+    probe.add_argument(
+        "--backend",
+        choices=["gloo"],
+        help="then also init_process_group and all_reduce with torch.distributed",
+    )
+    for sub in (inspect, capture, probe):
         sub.add_argument("--debug", action="store_true", help="show tracebacks of errors")
     return parser
 
@@ -190,6 +226,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        if args.command == "probe":
+            return _probe(args.timeout, args.backend)
         env = read_env_file(args.env_file) if args.env_file else dict(os.environ)
         if args.command == "capture":
             print(json.dumps({"env": launcher_variables(env)}, indent=2))

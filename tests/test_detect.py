@@ -28,6 +28,8 @@ def test_public_api() -> None:
             "InvalidVariableError",
             "MissingDependencyError",
             "MissingVariableError",
+            "ProbeError",
+            "ProbeReport",
             "ResourceSpec",
             "Role",
             "Source",
@@ -36,6 +38,7 @@ def test_public_api() -> None:
             "detect_environment",
             "expand_hostlist",
             "first_host",
+            "probe",
         ]
     )
     assert issubclass(ClusterEnvError, ValueError)

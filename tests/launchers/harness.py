@@ -38,11 +38,11 @@ def launch(command: str, workdir: Path, timeout: float = 120) -> list[Record]:
     return [json.loads(path.read_text()) for path in launch_files(command, workdir, timeout)]
 
 
-def launch_files(command: str, workdir: Path, timeout: float = 120) -> list[Path]:
-    """Run ``command`` in a clean environment; the files its tasks wrote into ``{out}``.
+def run(command: str, workdir: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` with bash in a clean environment, like a fresh login.
 
     Placeholders: ``{task}`` (report.py into ``{out}``), ``{python}``, ``{report}``,
-    ``{fit}`` (fit.py), ``{out}`` and ``{port}`` (a free TCP port).
+    ``{fit}`` (fit.py), ``{out}`` (``workdir/records``) and ``{port}`` (a free TCP port).
     """
     out = workdir / "records"
     out.mkdir(parents=True, exist_ok=True)
@@ -50,16 +50,23 @@ def launch_files(command: str, workdir: Path, timeout: float = 120) -> list[Path
     line = command.format(
         task=task, python=sys.executable, report=REPORT, fit=FIT, out=out, port=free_port()
     )
-    # Like a fresh login: nothing of the test process's own environment leaks into the job.
+    # Nothing of the test process's own environment leaks into the job.
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"), "LANG": "C.UTF-8"}
-    result = subprocess.run(
+    return subprocess.run(
         ["bash", "-c", line], env=env, cwd=workdir, capture_output=True, text=True, timeout=timeout
     )
+
+
+def launch_files(command: str, workdir: Path, timeout: float = 120) -> list[Path]:
+    """Run ``command`` (see :func:`run`); the files its tasks wrote into ``{out}``."""
+    result = run(command, workdir, timeout)
     if result.returncode:
-        raise AssertionError(f"{line!r} exited {result.returncode}:\n{result.stderr[-3000:]}")
-    files = sorted(out.glob("*.json"))
+        raise AssertionError(
+            f"{result.args[2]!r} exited {result.returncode}:\n{result.stderr[-3000:]}"
+        )
+    files = sorted((workdir / "records").glob("*.json"))
     if not files:
-        raise AssertionError(f"{line!r} started no task:\n{result.stderr[-3000:]}")
+        raise AssertionError(f"{result.args[2]!r} started no task:\n{result.stderr[-3000:]}")
     return files
 
 
