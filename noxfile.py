@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import nox
 
-nox.options.sessions = ["tests", "lint", "typecheck"]
+nox.options.sessions = ["tests", "lint", "typecheck", "docs"]
 nox.options.reuse_existing_virtualenvs = True
 
 # The CPU wheel of torch, for torchrun launches; an unpinned torch pulls CUDA wheels.
@@ -38,7 +38,14 @@ def bench(session: nox.Session) -> None:
     """Ratios measured in one run: import/detect cost and hostlist speed."""
     session.install(TORCH)
     session.install("-e", ".[dev,lightning]", TORCH)
-    session.run("python", "benchmarks/run.py", *session.posargs)
+    session.run("python", "benchmarks/run.py", "--output", "docs/benchmarks.md", *session.posargs)
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site (mkdocs-material + mkdocstrings), built with --strict."""
+    session.install("mkdocs-material>=9.5", "mkdocstrings[python]>=0.26", "-e", ".")
+    session.run("mkdocs", "build", "--strict", "--site-dir", "build/site")
 
 
 @nox.session
