@@ -158,6 +158,18 @@ def _probe(timeout: float, backend: str | None) -> int:
     return 0
 
 
+def _run(module: str | None, target: list[str]) -> int:
+    import clusterenv.lightning as cl  # noqa: PLC0415 - imports Lightning
+
+    if module is None and not target:
+        raise _Usage("clusterenv run needs a SCRIPT or -m MODULE")
+    if module is None:
+        cl.run_script(target[0], target[1:])
+    else:
+        cl.run_script(module, target, module=True)
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="clusterenv",
@@ -218,16 +230,41 @@ def _parser() -> argparse.ArgumentParser:
         choices=["gloo"],
         help="then also init_process_group and all_reduce with torch.distributed",
     )
-    for sub in (inspect, capture, probe):
+    run = commands.add_parser(
+        "run",
+        help="run a training script whose Lightning Trainer then follows the allocation",
+        description="Run SCRIPT (or -m MODULE) with ARGS, like python would, with every "
+        "lightning.pytorch / pytorch_lightning Trainer it builds receiving num_nodes, devices, "
+        "strategy and the cluster-environment plugin from the detected allocation. Only "
+        "values left at Lightning's defaults change (num_nodes=1 counts as a default); "
+        "explicit values that contradict the allocation fail with exit 2. Example: "
+        "srun clusterenv run -m neural_lam.train_model --config_path config.yaml",
+    )
+    run.add_argument("-m", dest="module", metavar="MODULE", help="run a module, like python -m")
+    run.add_argument("target", nargs=argparse.REMAINDER, metavar="SCRIPT|ARGS ...")
+    for sub in (inspect, capture, probe, run):
         sub.add_argument("--debug", action="store_true", help="show tracebacks of errors")
     return parser
 
 
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["run"] and argv[1:2] not in (["-h"], ["--help"], []):
+        # Everything after the script or module belongs to it, options included, so
+        # argparse (which would claim them) only documents `run`.
+        module = argv[2] if argv[1] == "-m" and len(argv) > 2 else None
+        target = argv[3:] if module else argv[1:]
+        return argparse.Namespace(command="run", module=module, target=target, debug=False)
+    return _parser().parse_args(argv)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = _parse(argv)
     try:
         if args.command == "probe":
             return _probe(args.timeout, args.backend)
+        if args.command == "run":
+            return _run(args.module, args.target)
         env = read_env_file(args.env_file) if args.env_file else dict(os.environ)
         if args.command == "capture":
             print(json.dumps({"env": launcher_variables(env)}, indent=2))

@@ -227,3 +227,22 @@ def test_inspect_imports_torch_only_with_lightning(tmp_path: Path) -> None:
             check=True,
         )
         assert result.stderr.strip() == imported
+
+
+def test_run_passes_every_argument_to_the_script(tmp_path: Path) -> None:
+    script = tmp_path / "script.py"
+    script.write_text("import sys; print(sys.argv[1:])")
+    for args in (["run", str(script)], ["run", "-m", "script"]):
+        result = subprocess.run(
+            [sys.executable, "-m", "clusterenv", *args, "--devices", "2", "-m", "x"],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        )
+        assert result.stdout.strip() == "['--devices', '2', '-m', 'x']", result.stderr
+    result = subprocess.run(
+        [sys.executable, "-m", "clusterenv", "run"], capture_output=True, text=True
+    )
+    assert result.returncode == 2
+    assert "needs a SCRIPT or -m MODULE" in result.stderr

@@ -335,3 +335,41 @@ def test_rank_zero_before_torch_distributed(
     assert cl.is_rank_zero() is expected
     cl.rank_zero_print("hello")
     assert (capsys.readouterr().out == "hello\n") is expected
+
+
+# -- follow_allocation / clusterenv run -------------------------------------------------
+
+
+def test_follow_allocation_fills_in_defaults_only(package: cl.Package, in_env: Any) -> None:
+    in_env(srun_task([2, 2], 3))
+    trainer_class = importlib.import_module(TRAINERS[package]).Trainer
+    original = trainer_class.__init__
+    with cl.follow_allocation():
+        trainer = make_trainer(package, {"num_nodes": 1, "devices": "auto"})
+        assert (trainer.num_nodes, trainer.num_devices, trainer.world_size) == (2, 2, 4)
+        assert trainer.global_rank == 3
+        with pytest.raises(ClusterEnvError, match="num_nodes=3"):
+            make_trainer(package, {"num_nodes": 3})
+    assert trainer_class.__init__ is original
+
+
+def test_follow_allocation_reads_neural_lams_device_list_as_a_count(
+    package: cl.Package, in_env: Any
+) -> None:
+    in_env(torchrun_worker(1, nproc_per_node=2))
+    with cl.follow_allocation():
+        trainer = make_trainer(package, {"devices": [2], "strategy": "auto"})
+    assert (trainer.num_devices, trainer.world_size, trainer.global_rank) == (2, 2, 1)
+
+
+def test_run_script_runs_it_as_main(tmp_path: Any, in_env: Any, capsys: Any) -> None:
+    in_env(srun_task([2], 1))
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import sys, lightning.pytorch as pl\n"
+        "if __name__ == '__main__':\n"
+        "    t = pl.Trainer(logger=False, enable_checkpointing=False)\n"
+        "    print(sys.argv[1:], t.world_size, t.global_rank)\n"
+    )
+    cl.run_script(str(script), ["--epochs", "1"])
+    assert capsys.readouterr().out.splitlines()[-1] == "['--epochs', '1'] 2 1"
