@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import nox
 
-nox.options.sessions = ["tests", "lint", "typecheck", "docs"]
+nox.options.sessions = ["tests", "lint", "typecheck", "docs", "neural-lam"]
 nox.options.reuse_existing_virtualenvs = True
 
 # The CPU wheel of torch, for torchrun launches; an unpinned torch pulls CUDA wheels.
@@ -46,6 +46,17 @@ def docs(session: nox.Session) -> None:
     """The documentation site (mkdocs-material + mkdocstrings), built with --strict."""
     session.install("mkdocs-material>=9.5", "mkdocstrings[python]>=0.26", "-e", ".")
     session.run("mkdocs", "build", "--strict", "--site-dir", "build/site")
+
+
+@nox.session(name="neural-lam")
+def neural_lam(session: nox.Session) -> None:
+    """neural-lam 0.7.0 trains through `clusterenv run`: one process, torchrun, srun."""
+    session.install(TORCH)
+    session.install("neural-lam==0.7.0", "-e", ".[dev]", TORCH)
+    version = session.run("python", "-c", "import torch; print(torch.__version__)", silent=True)
+    if not str(version).startswith("2.13.0"):
+        session.error(f"installing neural-lam replaced torch {TORCH}: {version}")
+    session.run("pytest", "tests/launchers/neural_lam", *session.posargs)
 
 
 @nox.session

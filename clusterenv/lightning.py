@@ -70,6 +70,7 @@ _TRAINERS: dict[Package, str] = {
 Devices = int | str | Sequence[int | str] | None
 
 _P = ParamSpec("_P")
+_Parser = TypeVar("_Parser", bound=argparse._ActionsContainer)
 _R = TypeVar("_R")
 
 
@@ -223,8 +224,11 @@ def cluster_environment(
     return cls(spec, auto_requeue=auto_requeue, requeue_signal=requeue_signal)
 
 
-def add_trainer_args(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Add neural-lam's ``--num_nodes`` and ``--devices``, defaulting to the allocation."""
+def add_trainer_args(parser: _Parser) -> _Parser:
+    """Add neural-lam's ``--num_nodes`` and ``--devices``, defaulting to the allocation.
+
+    ``parser`` may also be an argument group (``parser.add_argument_group(...)``).
+    """
     parser.add_argument(
         "--num_nodes",
         type=int,

@@ -16,6 +16,9 @@ UP = Path(__file__).with_name("slurm-up.sh")
 INSTALL = Path(__file__).with_name("install.sh")
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
+# The end-to-end neural-lam runs need neural-lam, which only `nox -s neural-lam` installs.
+collect_ignore = [] if importlib.util.find_spec("neural_lam") else ["neural_lam"]
+
 
 def unavailable(reason: str) -> NoReturn:
     if IN_CI:
