@@ -7,7 +7,17 @@ from collections.abc import Mapping
 
 __all__ = ["launcher_variables"]
 
-_PREFIXES = ("SLURM_", "SLURMD_", "TORCHELASTIC_", "OMPI_", "PMI_", "PMIX_", "MPI_", "CUDA_")
+_PREFIXES = (
+    "SLURM_",
+    "SLURMD_",
+    "TORCHELASTIC_",
+    "OMPI_",
+    "PMI_",
+    "PMIX_",
+    "MPI_",
+    "MV2_",
+    "CUDA_",
+)
 _NAMES = frozenset(
     [
         *("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE"),

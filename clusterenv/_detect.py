@@ -13,6 +13,7 @@ from clusterenv._spec import ResourceSpec, Source
 from clusterenv.exceptions import InconsistentEnvironmentError, InvalidVariableError
 from clusterenv.sources.base import Detector, EnvReader, GpuProbe
 from clusterenv.sources.local import LocalDetector
+from clusterenv.sources.mpi import MpiDetector
 from clusterenv.sources.slurm import SlurmDetector
 from clusterenv.sources.torchelastic import TorchElasticDetector
 
@@ -21,9 +22,14 @@ __all__ = ["DETECTORS", "FORCE_VARIABLE", "Detection", "detect_environment", "ex
 #: Names a source to use regardless of what else is set; ``local`` ignores every scheduler.
 FORCE_VARIABLE = "CLUSTERENV_SOURCE"
 
-#: Highest priority first. torchrun wins over Slurm: inside an allocation it is torchrun
-#: that started this process. Local always matches and comes last.
-DETECTORS: tuple[Detector, ...] = (TorchElasticDetector(), SlurmDetector(), LocalDetector())
+#: Highest priority first. torchrun and mpirun win over Slurm: inside an allocation it is
+#: they that started this process. Local always matches and comes last.
+DETECTORS: tuple[Detector, ...] = (
+    TorchElasticDetector(),
+    MpiDetector(),
+    SlurmDetector(),
+    LocalDetector(),
+)
 
 
 def _choose(env: Mapping[str, str]) -> Detector:

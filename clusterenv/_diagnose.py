@@ -53,6 +53,12 @@ def diagnose(spec: ResourceSpec, env: Mapping[str, str]) -> list[str]:
             "--ntasks without --ntasks-per-node: Slurm may spread tasks unevenly and "
             "Lightning's own SLURMEnvironment refuses the job. Fix: use --ntasks-per-node"
         )
+    if spec.source is Source.MPI and slurm:
+        warnings.append(
+            "mpirun inside a Slurm job: no MPI variable names the node, so each rank's node "
+            "is derived assuming the same number of ranks per node. Fix: srun --mpi=pmix "
+            "(Slurm then names the nodes), or keep --ntasks-per-node"
+        )
     step_tasks = env.get("SLURM_STEP_TASKS_PER_NODE", "")
     if (
         spec.source is Source.TORCHELASTIC

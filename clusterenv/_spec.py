@@ -15,6 +15,7 @@ class Source(str, Enum):
 
     SLURM = "slurm"
     TORCHELASTIC = "torchelastic"
+    MPI = "mpi"
     LOCAL = "local"
 
 
@@ -25,7 +26,7 @@ class Role(str, Enum):
     allocation from outside it, and the ranks still have to be started (``srun``).
     """
 
-    RANK = "rank"  # one task of a started launch: an srun step or a torchrun worker
+    RANK = "rank"  # one task of a started launch: an srun step, a torchrun worker, an MPI rank
     BATCH = "batch"  # the body of an sbatch script (Slurm's batch step), on the first node
     SHELL = "shell"  # the shell that salloc opened on the submit host
     STANDALONE = "standalone"  # no launcher; a framework may spawn the local ranks itself

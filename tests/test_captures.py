@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 
 from clusterenv import detect_environment
-from tests.launchers.harness import CAPTURES, check_slurm, check_torchrun
+from tests.launchers.harness import CAPTURES, check_mpi, check_slurm, check_torchrun
 
 CAPTURE_FILES = sorted(CAPTURES.glob("*.json"))
 
 
 def test_captures_exist() -> None:
     launchers = {json.loads(path.read_text())["launcher"] for path in CAPTURE_FILES}
-    assert {"slurm", "torchrun", "torchrun+slurm", "openmpi"} <= launchers
+    assert {"slurm", "torchrun", "torchrun+slurm", "openmpi", "mpich"} <= launchers
 
 
 @pytest.mark.parametrize("path", CAPTURE_FILES, ids=[path.stem for path in CAPTURE_FILES])
@@ -33,3 +33,7 @@ def test_replay(path: Path) -> None:
         check_slurm(records, capture["hostnames"].__getitem__)
     elif capture["launcher"].startswith("torchrun"):
         check_torchrun(records)
+    elif capture["launcher"] == "openmpi":
+        check_mpi(records, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE")
+    elif capture["launcher"] == "mpich":
+        check_mpi(records, "PMI_RANK", "PMI_SIZE")

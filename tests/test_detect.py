@@ -45,7 +45,7 @@ def test_public_api() -> None:
 
 
 def test_priority_is_written_once() -> None:
-    assert [d.source.value for d in DETECTORS] == ["torchelastic", "slurm", "local"]
+    assert [d.source.value for d in DETECTORS] == ["torchelastic", "mpi", "slurm", "local"]
 
 
 def test_force_local_ignores_the_scheduler() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from clusterenv import ClusterEnvError, detect_environment
-from clusterenv.testing import local_env, slurm_env, torchrun_env
+from clusterenv.testing import local_env, mpich_env, openmpi_env, slurm_env, torchrun_env
 
 CAPTURES = Path(__file__).parent / "data" / "captures"
 
@@ -24,6 +24,14 @@ MACHINE = frozenset(
         *("SLURM_PRIO_PROCESS", "SLURM_WORKING_CLUSTER", "SLURM_LAUNCH_NODE_IPADDR"),
         *("SLURM_SRUN_COMM_HOST", "SLURM_SRUN_COMM_PORT", "SLURM_STEP_LAUNCHER_PORT"),
         *("SLURM_TASK_PID", "SLURM_UMASK", "TORCHELASTIC_ERROR_FILE"),
+        # Open MPI / PMIx: paths, URIs, random ids and tokens, the host name, PMI's fd
+        *("OMPI_ARGV", "OMPI_FILE_LOCATION", "OMPI_MCA_initial_wdir"),
+        *("OMPI_MCA_orte_hnp_uri", "OMPI_MCA_orte_local_daemon_uri"),
+        *("OMPI_MCA_orte_jobfam_session_dir", "OMPI_MCA_orte_precondition_transports"),
+        *("OMPI_MCA_orte_tmpdir_base", "OMPI_MCA_orte_top_session_dir"),
+        *("PMIX_DSTORE_21_BASE_PATH", "PMIX_DSTORE_ESH_BASE_PATH", "PMIX_HOSTNAME"),
+        *("PMIX_SERVER_TMPDIR", "PMIX_SYSTEM_TMPDIR", "PMI_FD"),
+        *(f"PMIX_SERVER_URI{version}" for version in ("2", "21", "3", "4", "41")),
     }
 )
 Mock = Callable[[dict[str, str]], dict[str, str]]  # a captured task's env -> the mock of it
@@ -77,9 +85,25 @@ MOCKS: dict[str, Mock] = {
     "torchrun-standalone": torchrun(1),
     "torchrun-static-2-nodes": torchrun(2),
     "torchrun-c10d-2-nodes": torchrun(2),
+    "mpirun-np2": lambda real: openmpi_env(
+        2,
+        int(real["OMPI_COMM_WORLD_RANK"]),
+        slots=int(real["OMPI_UNIVERSE_SIZE"]),
+        job_id=int(real["OMPI_MCA_ess_base_jobid"]),
+    ),
+    "mpirun-np3": lambda real: openmpi_env(
+        3,
+        int(real["OMPI_COMM_WORLD_RANK"]),
+        slots=int(real["OMPI_UNIVERSE_SIZE"]),
+        job_id=int(real["OMPI_MCA_ess_base_jobid"]),
+    ),
+    "mpich-np3": lambda real: mpich_env(3, int(real["PMI_RANK"])),
+    "mpich-2-nodes": lambda real: mpich_env(
+        4, int(real["PMI_RANK"]), ranks_per_node=2, master_addr=real["MASTER_ADDR"]
+    ),
     "torchrun-inside-srun": lambda real: slurm(nodes=2, tasks_per_node=1)(real) | torchrun(2)(real),
 }
-NOT_MODELLED = {"array-job", "het-job", "mpi-pmi2", "mpi-pmix", "mpirun-np2", "mpirun-np3"}
+NOT_MODELLED = {"array-job", "het-job", "mpi-pmi2", "mpi-pmix"}
 NOT_MODELLED |= {"step-smaller-than-job"}
 
 

@@ -53,3 +53,12 @@ def mpirun() -> None:
         _install_debian_packages()
     if shutil.which("mpirun") is None:
         unavailable("mpirun is not installed (tests/launchers/install.sh installs openmpi-bin)")
+
+
+@pytest.fixture(scope="session")
+def mpich() -> None:
+    """MPICH's hydra launcher, installed next to Open MPI as mpirun.mpich."""
+    if shutil.which("mpirun.mpich") is None:
+        _install_debian_packages()
+    if shutil.which("mpirun.mpich") is None:
+        unavailable("mpirun.mpich is not installed (tests/launchers/install.sh installs mpich)")

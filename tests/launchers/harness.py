@@ -150,6 +150,21 @@ def check_torchrun(records: list[Record]) -> None:
         assert {spec["devices_per_node"] for spec in specs if spec["node_rank"] == node} == {count}
 
 
+def check_mpi(records: list[Record], rank_name: str, size_name: str) -> None:
+    """Ranks and world size against the MPI launcher's own variables."""
+    specs = [record["spec"] for record in records]
+    assert {spec["source"] for spec in specs} == {"mpi"}
+    _agree(specs, "world_size", "num_nodes", "master_addr", "master_port", "job_id")
+    assert [spec["global_rank"] for spec in specs] == [int(r["env"][rank_name]) for r in records]
+    assert {spec["world_size"] for spec in specs} == {int(r["env"][size_name]) for r in records}
+    assert sorted(spec["global_rank"] for spec in specs) == list(range(len(specs)))
+    per_node = Counter(spec["node_rank"] for spec in specs)
+    assert sorted(per_node) == list(range(specs[0]["num_nodes"]))
+    for node, count in per_node.items():
+        local = sorted(spec["local_rank"] for spec in specs if spec["node_rank"] == node)
+        assert local == list(range(count)), f"node {node}: local ranks {local}"
+
+
 def record_capture(
     name: str, command: str, records: list[Record], extra: Mapping[str, Any]
 ) -> None:

@@ -8,6 +8,7 @@ command -v munged >/dev/null || need+=(munge)
 # Slurm's mpi/pmix plugin dlopens the unversioned libpmix.so, which only libpmix-dev ships.
 compgen -G "/usr/lib/*/pmix2/lib/libpmix.so" >/dev/null || need+=(libpmix2 libpmix-dev)
 command -v mpirun >/dev/null || need+=(openmpi-bin)
+command -v mpirun.mpich >/dev/null || need+=(mpich)  # coexists; mpirun stays Open MPI's
 [ ${#need[@]} = 0 ] && exit 0
 echo "install.sh: installing ${need[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.launchers.harness import (
+    check_mpi,
     check_slurm,
     check_torchrun,
     launch,
@@ -147,13 +148,42 @@ def test_torchrun_inside_srun(tmp_path: Path) -> None:
 @pytest.mark.usefixtures("mpirun")
 @pytest.mark.parametrize("ranks", [2, 3])
 def test_mpirun_launch(ranks: int, tmp_path: Path) -> None:
-    """Recorded for the MPI source; until it exists, detection must at least not fail."""
+    """Open MPI's mpirun: ranks and world size are MPI's own."""
     command = f"mpirun --allow-run-as-root --oversubscribe -np {ranks} {{task}}"
     records = launch(command, tmp_path)
-    assert sorted(int(r["env"]["OMPI_COMM_WORLD_RANK"]) for r in records) == list(range(ranks))
-    assert {r["env"]["OMPI_COMM_WORLD_SIZE"] for r in records} == {str(ranks)}
-    assert all("spec" in r for r in records)
+    check_mpi(records, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE")
     record_capture(f"mpirun-np{ranks}", command, records, {"launcher": "openmpi"})
+
+
+MPICH_LAUNCHES = {
+    "mpich-np3": "mpirun.mpich -np 3 -launcher fork {task}",
+    # Two emulated nodes: hydra gives local ranks 0,1,0,1. No MPI variable names rank 0's
+    # host, so a multi-node launch needs MASTER_ADDR (hydra passes the environment on).
+    "mpich-2-nodes": "MASTER_ADDR=127.0.0.1 "
+    "mpirun.mpich -np 4 -ppn 2 -hosts localhost,127.0.0.1 -launcher fork {task}",
+}
+
+
+@pytest.mark.mpi
+@pytest.mark.usefixtures("mpich")
+@pytest.mark.parametrize("name", sorted(MPICH_LAUNCHES))
+def test_mpich_launch(name: str, tmp_path: Path) -> None:
+    records = launch(MPICH_LAUNCHES[name], tmp_path)
+    check_mpi(records, "PMI_RANK", "PMI_SIZE")
+    nodes = {record["spec"]["num_nodes"] for record in records}
+    assert nodes == {2 if name == "mpich-2-nodes" else 1}
+    record_capture(name, MPICH_LAUNCHES[name], records, {"launcher": "mpich"})
+
+
+@pytest.mark.mpi
+@pytest.mark.usefixtures("mpich")
+def test_multi_node_mpi_without_master_addr_says_what_to_export(tmp_path: Path) -> None:
+    command = MPICH_LAUNCHES["mpich-2-nodes"].removeprefix("MASTER_ADDR=127.0.0.1 ")
+    records = launch(command, tmp_path)
+    assert len(records) == 4
+    for record in records:
+        assert record["error"] == "MissingVariableError"
+        assert "export MASTER_ADDR" in record["message"]
 
 
 @pytest.mark.slurm

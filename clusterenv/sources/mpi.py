@@ -1,0 +1,113 @@
+"""MPI launchers, read from their variables without importing mpi4py or initialising MPI.
+
+* Open MPI's ``mpirun`` (``OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE``; with Open MPI
+  5 / PRRTE also ``PMIX_RANK``). ``OMPI_COMM_WORLD_NODE_RANK`` is *not* the node index.
+* MPICH / Intel MPI (hydra: ``PMI_RANK``, ``PMI_SIZE``, ``MPI_LOCALRANKID``,
+  ``MPI_LOCALNRANKS``) and MVAPICH (``MV2_COMM_WORLD_*``).
+
+``srun --mpi=pmi2/pmix`` also sets ``PMI_RANK`` / ``PMIX_RANK``; such a task is an srun step
+(``SLURM_STEP_ID`` set, and Slurm's own variables are complete), so a bare PMI rank
+counts as MPI only outside a step. ``mpirun`` inside a Slurm allocation is MPI, not the
+job's batch step: its ranks are the ones that train.
+
+No MPI variable names the node: the node count and node rank are derived from the ranks
+on this node, assuming every node runs as many (``world_size = nodes * local size``), as
+``mpirun`` places them by slot (rank // local size) or, with ``--map-by node``, round
+robin (rank % nodes) — the local rank tells which. Where neither fits, or nodes differ,
+detection says so. The main address is ``MASTER_ADDR``; without it a one-node launch uses
+the loopback address and a multi-node one is an error saying what to export.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from clusterenv._gpu import visible_gpus
+from clusterenv._spec import Accelerator, Role, Source
+from clusterenv.exceptions import InconsistentEnvironmentError, MissingVariableError
+from clusterenv.sources.base import Detector, EnvReader, GpuProbe
+from clusterenv.sources.local import DEFAULT_PORT
+
+__all__ = ["MpiDetector"]
+
+_RANK = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK")
+_SIZE = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE")
+_LOCAL_RANK = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "MV2_COMM_WORLD_LOCAL_RANK")
+_LOCAL_SIZE = ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "MV2_COMM_WORLD_LOCAL_SIZE")
+_JOB = ("OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "PMI_JOBID")
+_HINT = "the MPI launcher sets this in every rank; start the ranks with mpirun/mpiexec"
+
+
+class MpiDetector(Detector):
+    source = Source.MPI
+    reason = "MPI rank variables are set (OMPI_COMM_WORLD_*, PMI_*, MV2_*): an mpirun rank"
+
+    def present(self, env: Mapping[str, str]) -> bool:
+        if any(name in env for name in ("OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK")):
+            return True
+        hydra = "MPI_LOCALRANKID" in env  # srun's PMI plugins do not set it
+        return hydra or ("SLURM_STEP_ID" not in env and ("PMI_RANK" in env or "PMIX_RANK" in env))
+
+    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> dict[str, Any]:
+        def integer(field: str, names: tuple[str, ...], minimum: int = 0) -> int:
+            return reader.integer(field, *names, hint=_HINT, minimum=minimum)
+
+        world_size = integer("world_size", _SIZE, minimum=1)
+        rank = integer("global_rank", _RANK)
+        local_rank = integer("local_rank", _LOCAL_RANK)
+        local_size = integer("devices_per_node", _LOCAL_SIZE, minimum=1)
+        num_nodes, node_rank = self._nodes(reader, world_size, rank, local_rank, local_size)
+        master_addr = reader.optional("master_addr", "MASTER_ADDR")
+        if master_addr is None:
+            if num_nodes > 1:
+                raise MissingVariableError(
+                    f"an MPI launch over {num_nodes} nodes names no main address: MASTER_ADDR "
+                    "is not set",
+                    variables=("MASTER_ADDR",),
+                    hint="export MASTER_ADDR as the host of rank 0 to every rank, e.g. "
+                    "mpirun -x MASTER_ADDR=$(hostname) ...",
+                )
+            master_addr = "127.0.0.1"
+        job = reader.optional("job_id", *_JOB)
+        devices = visible_gpus(reader, gpu_probe)
+        return {
+            "source": self.source,
+            "role": Role.RANK,
+            "num_nodes": num_nodes,
+            "devices_per_node": local_size,
+            "world_size": world_size,
+            "global_rank": rank,
+            "local_rank": local_rank,
+            "node_rank": node_rank,
+            "master_addr": master_addr,
+            "master_port": reader.port(
+                DEFAULT_PORT, hint="export MASTER_PORT as a free TCP port to every rank"
+            ),
+            "job_id": job,
+            "accelerator": Accelerator.GPU if devices else Accelerator.CPU,
+            "gpus_per_node": len(devices),
+            "visible_devices": devices,
+        }
+
+    @staticmethod
+    def _nodes(
+        reader: EnvReader, world_size: int, rank: int, local_rank: int, local_size: int
+    ) -> tuple[int, int]:
+        """(num_nodes, node_rank) from the ranks on this node; see the module docstring."""
+        names = (*reader.origins["world_size"], *reader.origins["devices_per_node"])
+        names += reader.origins["global_rank"] + reader.origins["local_rank"]
+        reader.origins["num_nodes"] = reader.origins["node_rank"] = names
+        num_nodes, uneven = divmod(world_size, local_size)
+        if not uneven and rank % local_size == local_rank:
+            return num_nodes, rank // local_size  # by slot: mpirun's default
+        if not uneven and rank // num_nodes == local_rank:
+            return num_nodes, rank % num_nodes  # round robin: --map-by node
+        shown = ", ".join(f"{name}={reader.env[name]!r}" for name in names)
+        raise InconsistentEnvironmentError(
+            f"cannot tell the node of MPI rank {rank} ({shown}): the nodes do not run the "
+            "same number of ranks, or the ranks are placed neither by slot nor by node",
+            variables=names,
+            hint="start the same number of ranks on every node (mpirun --map-by "
+            "ppr:N:node), or launch with srun --mpi=pmix, which names the nodes",
+        )
