@@ -22,7 +22,8 @@ from clusterenv.hostlist import compress_hostlist
 __all__ = ["main"]
 
 FIELDS = """fields:
-  source            the scheduler or launcher detected (slurm, torchelastic, mpi, local)
+  source            the scheduler or launcher detected (slurm, torchelastic, mpi,
+                    flux, lsf, pbs, kubeflow, local)
   role              rank: one task of a launch; batch: an sbatch script body;
                     shell: the salloc shell; standalone: no launcher
   nodes             nodes in this step (or allocation)

@@ -11,9 +11,13 @@ from pydantic import ValidationError
 from clusterenv._gpu import probe_gpus
 from clusterenv._spec import ResourceSpec, Source
 from clusterenv.exceptions import InconsistentEnvironmentError, InvalidVariableError
-from clusterenv.sources.base import Detector, EnvReader, GpuProbe
+from clusterenv.sources.base import Detector, EnvReader, FileReader, GpuProbe, read_text_file
+from clusterenv.sources.flux import FluxDetector
+from clusterenv.sources.kubeflow import KubeflowDetector
 from clusterenv.sources.local import LocalDetector
+from clusterenv.sources.lsf import LsfDetector
 from clusterenv.sources.mpi import MpiDetector
+from clusterenv.sources.pbs import PbsDetector
 from clusterenv.sources.slurm import SlurmDetector
 from clusterenv.sources.torchelastic import TorchElasticDetector
 
@@ -22,12 +26,17 @@ __all__ = ["DETECTORS", "FORCE_VARIABLE", "Detection", "detect_environment", "ex
 #: Names a source to use regardless of what else is set; ``local`` ignores every scheduler.
 FORCE_VARIABLE = "CLUSTERENV_SOURCE"
 
-#: Highest priority first. torchrun and mpirun win over Slurm: inside an allocation it is
-#: they that started this process. Local always matches and comes last.
+#: Highest priority first. The launchers (torchrun, mpirun) win over the schedulers:
+#: inside an allocation it is they that started this process. Kubeflow's variables are
+#: generic (RANK, WORLD_SIZE), so it comes after every scheduler; local always matches.
 DETECTORS: tuple[Detector, ...] = (
     TorchElasticDetector(),
     MpiDetector(),
     SlurmDetector(),
+    FluxDetector(),
+    LsfDetector(),
+    PbsDetector(),
+    KubeflowDetector(),
     LocalDetector(),
 )
 
@@ -57,25 +66,32 @@ class Detection:
 
 
 def detect_environment(
-    env: Mapping[str, str] | None = None, *, gpu_probe: GpuProbe | None = None
+    env: Mapping[str, str] | None = None,
+    *,
+    gpu_probe: GpuProbe | None = None,
+    read_file: FileReader = read_text_file,
 ) -> ResourceSpec:
     """Describe the resources of this process and its place in the job.
 
     ``env`` defaults to ``os.environ``. ``gpu_probe`` returns the CUDA device ids of this
     machine and is only called where ``CUDA_VISIBLE_DEVICES`` is unset; by default NVML,
     the NVIDIA driver's /proc entries or ``nvidia-smi -L`` are asked (never torch).
+    ``read_file(path)`` reads the files that variables name (PBS's and LSF's hostfiles).
 
     Raises a :class:`~clusterenv.ClusterEnvError` subclass, naming the variables, for any
     environment that does not describe a valid job; never any other exception.
     """
-    return explain_environment(env, gpu_probe=gpu_probe).spec
+    return explain_environment(env, gpu_probe=gpu_probe, read_file=read_file).spec
 
 
 def explain_environment(
-    env: Mapping[str, str] | None = None, *, gpu_probe: GpuProbe | None = None
+    env: Mapping[str, str] | None = None,
+    *,
+    gpu_probe: GpuProbe | None = None,
+    read_file: FileReader = read_text_file,
 ) -> Detection:
     """Like :func:`detect_environment`, with the reasons (what ``clusterenv inspect`` shows)."""
-    reader = EnvReader(os.environ if env is None else env)
+    reader = EnvReader(os.environ if env is None else env, read_file)
     detector = _choose(reader.env)
     fields = detector.read(reader, gpu_probe or probe_gpus)
     origins = {field: reader.describe(field) for field in reader.origins}

@@ -7,7 +7,15 @@ from collections.abc import Mapping
 from clusterenv._spec import ResourceSpec, Role, Source
 from clusterenv.sources.slurm import SlurmDetector
 
-__all__ = ["diagnose"]
+__all__ = ["JOB_SCRIPTS", "diagnose"]
+
+#: Schedulers whose job script is a ``batch`` process: how it is called, and what starts
+#: the ranks from it.
+JOB_SCRIPTS = {
+    Source.SLURM: ("the batch step of an sbatch script", "srun"),
+    Source.PBS: ("the job script of a PBS job", "mpirun"),
+    Source.LSF: ("the job script of an LSF job", "jsrun"),
+}
 
 # Ports that many scripts hard-code: two jobs sharing a node then collide.
 _COMMON_PORTS = frozenset({12910, 29500, 1234, 12345})
@@ -18,10 +26,17 @@ def diagnose(spec: ResourceSpec, env: Mapping[str, str]) -> list[str]:
     warnings = []
     slurm = SlurmDetector().present(env)  # also when torchrun or mpirun runs inside the job
     if spec.role is Role.BATCH:
+        script, launcher = JOB_SCRIPTS[spec.source]
         warnings.append(
-            "this is the batch step of an sbatch script: one process, not the ranks. "
-            "Fix: start them with `srun python train.py` (or `srun clusterenv inspect`)"
+            f"this is {script}: one process, not the ranks. Fix: start them with "
+            f"`{launcher} python train.py` (or `{launcher} clusterenv inspect`)"
         )
+        if spec.world_size != spec.num_nodes * spec.devices_per_node and not slurm:
+            warnings.append(
+                f"{spec.world_size} slots over {spec.num_nodes} nodes is not the same number "
+                "on every node, which Lightning needs. Fix: request the same slots per node "
+                "(PBS select=N:mpiprocs=P, LSF span[ptile=P])"
+            )
     elif spec.role is Role.SHELL:
         warnings.append(
             "this is the salloc shell on the submit host, outside the allocation's nodes. "
@@ -58,6 +73,12 @@ def diagnose(spec: ResourceSpec, env: Mapping[str, str]) -> list[str]:
             "mpirun inside a Slurm job: no MPI variable names the node, so each rank's node "
             "is derived assuming the same number of ranks per node. Fix: srun --mpi=pmix "
             "(Slurm then names the nodes), or keep --ntasks-per-node"
+        )
+    if spec.source is Source.KUBEFLOW and len(spec.visible_devices) > 1:
+        warnings.append(
+            f"this pod sees {len(spec.visible_devices)} GPUs but the PyTorchJob starts one "
+            "process per pod, so all but one GPU stay idle. Fix: run torchrun "
+            f"--nproc_per_node={len(spec.visible_devices)} in the pod (nprocPerNode)"
         )
     step_tasks = env.get("SLURM_STEP_TASKS_PER_NODE", "")
     if (

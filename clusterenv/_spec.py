@@ -16,6 +16,10 @@ class Source(str, Enum):
     SLURM = "slurm"
     TORCHELASTIC = "torchelastic"
     MPI = "mpi"
+    FLUX = "flux"
+    LSF = "lsf"
+    PBS = "pbs"
+    KUBEFLOW = "kubeflow"
     LOCAL = "local"
 
 

@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal, ParamSpec, TypeVar
 
 from clusterenv._detect import explain_environment
+from clusterenv._diagnose import JOB_SCRIPTS
 from clusterenv._spec import Accelerator, ResourceSpec, Role, Source
 from clusterenv.exceptions import ClusterEnvError, MissingDependencyError
 
@@ -349,16 +350,17 @@ def _geometry(
             f"this is {where}, which runs on the submit host, not on a node of the allocation",
             hint="start the script with srun inside the allocation: srun python train.py ...",
         )
+    launcher = JOB_SCRIPTS[spec.source][1] if spec.role is Role.BATCH else "srun"
     if num_nodes is None and spec.num_nodes > 1:
         raise ClusterEnvError(
-            f"this is {where} of {spec.num_nodes} nodes; training here would use this node only",
-            hint="start one task per node with srun: srun python train.py ... "
+            f"this is {where}, over {spec.num_nodes} nodes; training here would use this node only",
+            hint=f"start the ranks with {launcher}: {launcher} python train.py ... "
             "(or pass --num_nodes 1 to train on this node alone)",
         )
     if num_nodes not in (None, 1):
         raise ClusterEnvError(
             f"num_nodes={num_nodes} but this is {where}: one process on one node",
-            hint="start one task per node with srun (Slurm) or torchrun --nnodes",
+            hint=f"start the ranks with {launcher} (or torchrun --nnodes on every node)",
         )
     gpus = len(spec.visible_devices) if spec.accelerator is Accelerator.GPU else 0
     if devices is None:
@@ -383,14 +385,14 @@ def _count(devices: int | list[int]) -> int:
 
 def _where(spec: ResourceSpec) -> str:
     job = f" {spec.job_id}" if spec.job_id else ""
-    return {
-        Role.RANK: f"the srun step of job{job}"
-        if spec.source is Source.SLURM
-        else f"the {spec.source.value} launch",
-        Role.BATCH: f"the batch step (sbatch script body) of job{job}",
-        Role.SHELL: f"the salloc shell of job{job}",
-        Role.STANDALONE: "a local run without a launcher",
-    }[spec.role]
+    if spec.role is Role.RANK:
+        slurm = spec.source is Source.SLURM
+        return f"the srun step of job{job}" if slurm else f"the {spec.source.value} launch"
+    if spec.role is Role.BATCH:
+        return f"{JOB_SCRIPTS[spec.source][0]} (job{job})"
+    if spec.role is Role.SHELL:
+        return f"the salloc shell of job{job}"
+    return "a local run without a launcher"
 
 
 def _check_launch(

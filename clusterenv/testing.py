@@ -16,6 +16,9 @@ clusterenv repository): same names, same values except those that depend on the 
     >>> spec.world_size, spec.node_rank, spec.local_rank
     (8, 1, 1)
 
+Flux, LSF, PBS and Kubeflow builders follow those schedulers' documentation (no real
+launch runs here); PBS and LSF also return their host files, to pass as ``read_file``.
+
 Not modelled (pass the variables yourself): heterogeneous jobs, job arrays, steps on
 fewer nodes than their job, ``srun --mpi=pmi2/pmix``, and MPI launches over several
 hosts with Open MPI (MPICH's are).
@@ -29,7 +32,21 @@ from typing import Literal
 from clusterenv.exceptions import ClusterEnvError
 from clusterenv.hostlist import compress_hostlist, expand_hostlist
 
-__all__ = ["local_env", "mpich_env", "openmpi_env", "slurm_env", "task_counts", "torchrun_env"]
+__all__ = [
+    "flux_env",
+    "kubeflow_env",
+    "local_env",
+    "lsf_env",
+    "mpich_env",
+    "openmpi_env",
+    "pbs_env",
+    "slurm_env",
+    "task_counts",
+    "torchrun_env",
+]
+
+#: A builder's files, by path, for ``detect_environment(env, read_file=files.__getitem__)``.
+Files = dict[str, str]
 
 Step = Literal["srun", "batch", "salloc"]
 
@@ -384,3 +401,119 @@ def local_env(gpus: int | None = None) -> dict[str, str]:
     fixture of clusterenv's pytest plugin.
     """
     return {} if gpus is None else {"CUDA_VISIBLE_DEVICES": _ids(range(gpus))}
+
+
+def _check_rank(builder: str, rank: int, world: int) -> None:
+    if not 0 <= rank < world:
+        raise ClusterEnvError(
+            f"{builder}: rank={rank} is not one of {world} ranks", hint="pass 0 <= rank < ranks"
+        )
+
+
+def flux_env(
+    nodes: int = 1,
+    tasks_per_node: int = 1,
+    rank: int = 0,
+    *,
+    job_id: str = "f2Xb8GNp3",
+    master_addr: str | None = None,
+) -> dict[str, str]:
+    """Task ``rank`` of ``flux run -N NODES --tasks-per-node N`` (tasks placed by node)."""
+    _check_rank("flux_env", rank, nodes * tasks_per_node)
+    env = {
+        "FLUX_JOB_ID": job_id,
+        "FLUX_JOB_SIZE": str(nodes * tasks_per_node),
+        "FLUX_JOB_NNODES": str(nodes),
+        "FLUX_TASK_RANK": str(rank),
+        "FLUX_TASK_LOCAL_ID": str(rank % tasks_per_node),
+        "FLUX_URI": f"local:///run/flux/jobtmp-0-{job_id}/flux",
+        "FLUX_KVS_NAMESPACE": f"job-{job_id}",
+    }
+    return env | ({"MASTER_ADDR": master_addr} if master_addr else {})
+
+
+def kubeflow_env(
+    replicas: int = 1,
+    rank: int = 0,
+    *,
+    job: str = "pytorchjob",
+    master_port: int = 23456,
+) -> dict[str, str]:
+    """Pod ``rank`` of a PyTorchJob with ``replicas`` pods (master and workers), one process
+    each: the training operator's variables plus those Kubernetes sets in every pod."""
+    _check_rank("kubeflow_env", rank, replicas)
+    return {
+        "KUBERNETES_SERVICE_HOST": "10.96.0.1",
+        "KUBERNETES_SERVICE_PORT": "443",
+        "MASTER_ADDR": f"{job}-master-0",
+        "MASTER_PORT": str(master_port),
+        "WORLD_SIZE": str(replicas),
+        "RANK": str(rank),
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+def pbs_env(
+    nodes: int = 1,
+    ppn: int = 1,
+    *,
+    job_id: str = "4242.pbs01",
+    hosts: Sequence[str] | None = None,
+    torque: bool = False,
+) -> tuple[dict[str, str], Files]:
+    """The job script of ``qsub -l select=NODES:mpiprocs=PPN`` (``torque``: ``nodes=N:ppn=P``),
+    and its ``PBS_NODEFILE``: one line per slot, so each host appears ``ppn`` times."""
+    names = list(hosts or [f"node{i:02d}" for i in range(1, nodes + 1)])
+    if len(names) != nodes:
+        raise ClusterEnvError(
+            f"pbs_env: {len(names)} hosts for nodes={nodes}", hint="name one host per node"
+        )
+    nodefile = f"/var/spool/pbs/aux/{job_id}"
+    env = {
+        "PBS_JOBID": job_id,
+        "PBS_JOBNAME": "train",
+        "PBS_NODEFILE": nodefile,
+        "PBS_O_WORKDIR": "/home/user",
+        "PBS_QUEUE": "workq",
+        "NCPUS": str(ppn),
+    }
+    if torque:
+        env |= {"PBS_NUM_NODES": str(nodes), "PBS_NUM_PPN": str(ppn), "PBS_NP": str(nodes * ppn)}
+    return env, {nodefile: "".join(f"{host}\n" for host in names for _ in range(ppn))}
+
+
+def lsf_env(
+    nodes: int = 1,
+    slots_per_node: int = 1,
+    rank: int | None = None,
+    *,
+    job_id: int = 4242,
+    launch_node: str | None = None,
+) -> tuple[dict[str, str], Files]:
+    """An LSF job on ``nodes`` compute hosts: the job script (``rank=None``) or task ``rank``
+    of ``jsrun`` with ``slots_per_node`` ranks per host; and its ``LSB_DJOB_HOSTFILE``.
+    ``launch_node`` adds the Summit-like launch host, listed first, that runs no rank."""
+    hosts = [f"h{i:02d}" for i in range(1, nodes + 1)]
+    listed = ([launch_node] if launch_node else []) + [
+        h for h in hosts for _ in range(slots_per_node)
+    ]
+    hostfile = f"/home/user/.lsbatch/{job_id}.hostfile"
+    counts = ([f"{launch_node} 1"] if launch_node else []) + [
+        f"{h} {slots_per_node}" for h in hosts
+    ]
+    env = {
+        "LSB_JOBID": str(job_id),
+        "LSB_JOBNAME": "train",
+        "LSB_DJOB_HOSTFILE": hostfile,
+        "LSB_MCPU_HOSTS": " ".join(counts),
+        "LSB_HOSTS": " ".join(listed),
+    }
+    if rank is not None:
+        _check_rank("lsf_env", rank, nodes * slots_per_node)
+        env |= {
+            "JSM_NAMESPACE_RANK": str(rank),
+            "JSM_NAMESPACE_SIZE": str(nodes * slots_per_node),
+            "JSM_NAMESPACE_LOCAL_RANK": str(rank % slots_per_node),
+            "JSM_NAMESPACE_LOCAL_SIZE": str(slots_per_node),
+        }
+    return env, {hostfile: "".join(f"{host}\n" for host in listed)}

@@ -10,6 +10,7 @@ import pytest
 
 from clusterenv import __version__
 from clusterenv._cli import main, read_env_file
+from clusterenv.testing import kubeflow_env
 from tests.envs import batch_step, salloc_shell, srun_task, torchrun_worker
 
 
@@ -53,12 +54,25 @@ def test_json_has_spec_provenance_and_warnings(tmp_path: Path) -> None:
         (srun_task([2], 0, gpus_on_node=2) | {"CUDA_VISIBLE_DEVICES": ""}, "none is visible"),
         (srun_task([2, 2], 0) | {"MASTER_PORT": "29500"}, "common default"),
         (srun_task([2, 2], 0) | torchrun_worker(0, nnodes=4), "double launch"),
+        (kubeflow_env(2, 1) | {"CUDA_VISIBLE_DEVICES": "0,1"}, "torchrun --nproc_per_node=2"),
+        ({"LSB_JOBID": "42", "LSB_MCPU_HOSTS": "h1 4 h2 4"}, "`jsrun python train.py`"),
     ],
 )
 def test_diagnostics_and_strict(tmp_path: Path, env: dict[str, str], fragment: str) -> None:
     assert inspect(tmp_path, env)[0] == 0
     code, out = inspect(tmp_path, env, "--strict")
     assert (code, fragment in " ".join(out.split())) == (1, True)  # warnings wrap at 80
+
+
+def test_pbs_job_script_with_uneven_slots(tmp_path: Path) -> None:
+    """inspect reads the real node file; 3 slots over 2 nodes cannot be even."""
+    nodefile = tmp_path / "nodefile"
+    nodefile.write_text("node01\nnode01\nnode02\n")
+    code, out = inspect(tmp_path, {"PBS_JOBID": "77.pbs01", "PBS_NODEFILE": str(nodefile)})
+    text = " ".join(out.split())
+    assert code == 0
+    assert "job script of a PBS job: one process, not the ranks" in text
+    assert "3 slots over 2 nodes is not the same number on every node" in text
 
 
 def test_clean_step_has_no_warnings(tmp_path: Path) -> None:

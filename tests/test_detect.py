@@ -45,7 +45,9 @@ def test_public_api() -> None:
 
 
 def test_priority_is_written_once() -> None:
-    assert [d.source.value for d in DETECTORS] == ["torchelastic", "mpi", "slurm", "local"]
+    assert [d.source.value for d in DETECTORS] == [
+        *("torchelastic", "mpi", "slurm", "flux", "lsf", "pbs", "kubeflow", "local")
+    ]
 
 
 def test_force_local_ignores_the_scheduler() -> None:
@@ -61,8 +63,8 @@ def test_forced_source_without_its_variables() -> None:
 
 
 def test_unknown_forced_source() -> None:
-    with pytest.raises(InvalidVariableError, match=r"CLUSTERENV_SOURCE='pbs'.*HINT: use one of"):
-        detect_environment({"CLUSTERENV_SOURCE": "pbs"})
+    with pytest.raises(InvalidVariableError, match=r"CLUSTERENV_SOURCE='moab'.*HINT: use one of"):
+        detect_environment({"CLUSTERENV_SOURCE": "moab"})
 
 
 def test_default_environment_is_os_environ(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,12 +8,33 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from clusterenv._spec import Source
-from clusterenv.exceptions import InvalidVariableError, MissingVariableError
+from clusterenv.exceptions import (
+    InconsistentEnvironmentError,
+    InvalidVariableError,
+    MissingVariableError,
+)
 
-__all__ = ["Detector", "EnvReader", "GpuProbe", "parse_integer"]
+__all__ = [
+    "Detector",
+    "EnvReader",
+    "FileReader",
+    "GpuProbe",
+    "derive_nodes",
+    "parse_integer",
+    "read_text_file",
+    "slot_hosts",
+]
 
 #: Returns the CUDA device ids this machine shows when ``CUDA_VISIBLE_DEVICES`` is unset.
 GpuProbe = Callable[[], Sequence[str]]
+#: Returns the text of a file named by a variable (a hostfile); raises ``OSError``.
+FileReader = Callable[[str], str]
+
+
+def read_text_file(path: str) -> str:
+    with open(path, encoding="utf-8", errors="replace") as file:
+        return file.read()
+
 
 _UNSIGNED = re.compile(r"[0-9]+")
 
@@ -25,9 +46,22 @@ class EnvReader:
     tells a user *why* clusterenv believes what it reports.
     """
 
-    def __init__(self, env: Mapping[str, str]) -> None:
+    def __init__(self, env: Mapping[str, str], read_file: FileReader = read_text_file) -> None:
         self.env = env
         self.origins: dict[str, tuple[str, ...]] = {}
+        self._read_file = read_file
+
+    def file(self, field: str, name: str, *, hint: str) -> str:
+        """The text of the file that variable ``name`` names (e.g. a hostfile)."""
+        path = self.text(field, name, hint=hint)
+        try:
+            return self._read_file(path)
+        except OSError as error:
+            raise InvalidVariableError(
+                f"{name}={path!r} cannot be read ({error.strerror or error})",
+                variables=(name,),
+                hint=f"{hint}; the file must be readable on this node",
+            ) from None
 
     def lookup(self, *names: str) -> tuple[str, str] | None:
         """``(name, value)`` of the first of ``names`` that is set, else ``None``."""
@@ -104,6 +138,37 @@ def parse_integer(
     bounds = f">= {minimum}" if maximum is None else f"between {minimum} and {maximum}"
     raise InvalidVariableError(
         f"{name}={value!r} is not an integer {bounds}", variables=(name,), hint=hint
+    )
+
+
+def slot_hosts(text: str) -> list[str]:
+    """The host of each line of a hostfile: one line per slot, so hosts repeat."""
+    return [line.split()[0] for line in text.splitlines() if line.strip()]
+
+
+def derive_nodes(
+    reader: EnvReader, world_size: int, rank: int, local_rank: int, local_size: int
+) -> tuple[int, int]:
+    """(num_nodes, node_rank) for launchers that name no node, from the ranks per node.
+
+    Assumes every node runs ``local_size`` ranks, placed by slot (node = rank // local size,
+    the usual default) or round robin (node = rank % nodes); the local rank tells which.
+    """
+    names = (*reader.origins["world_size"], *reader.origins["devices_per_node"])
+    names += reader.origins["global_rank"] + reader.origins["local_rank"]
+    reader.origins["num_nodes"] = reader.origins["node_rank"] = names
+    num_nodes, uneven = divmod(world_size, local_size)
+    if not uneven and rank % local_size == local_rank:
+        return num_nodes, rank // local_size
+    if not uneven and rank // num_nodes == local_rank:
+        return num_nodes, rank % num_nodes
+    shown = ", ".join(f"{name}={reader.env[name]!r}" for name in names)
+    raise InconsistentEnvironmentError(
+        f"cannot tell the node of rank {rank} ({shown}): the nodes do not run the same "
+        "number of ranks, or the ranks are placed neither by slot nor round robin",
+        variables=names,
+        hint="start the same number of ranks on every node (e.g. mpirun --map-by "
+        "ppr:N:node), or use a launcher that names the nodes (srun)",
     )
 
 

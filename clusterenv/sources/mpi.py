@@ -25,11 +25,11 @@ from typing import Any
 
 from clusterenv._gpu import visible_gpus
 from clusterenv._spec import Accelerator, Role, Source
-from clusterenv.exceptions import InconsistentEnvironmentError, MissingVariableError
-from clusterenv.sources.base import Detector, EnvReader, GpuProbe
+from clusterenv.exceptions import MissingVariableError
+from clusterenv.sources.base import Detector, EnvReader, GpuProbe, derive_nodes
 from clusterenv.sources.local import DEFAULT_PORT
 
-__all__ = ["MpiDetector"]
+__all__ = ["MpiDetector", "main_address"]
 
 _RANK = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK")
 _SIZE = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE")
@@ -37,6 +37,20 @@ _LOCAL_RANK = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "MV2_COMM_WORLD_
 _LOCAL_SIZE = ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "MV2_COMM_WORLD_LOCAL_SIZE")
 _JOB = ("OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "PMI_JOBID")
 _HINT = "the MPI launcher sets this in every rank; start the ranks with mpirun/mpiexec"
+
+
+def main_address(reader: EnvReader, num_nodes: int, example: str) -> str:
+    """``MASTER_ADDR``; without it the loopback address on one node, else an error."""
+    master_addr = reader.optional("master_addr", "MASTER_ADDR")
+    if master_addr is not None:
+        return master_addr
+    if num_nodes > 1:
+        raise MissingVariableError(
+            f"a launch over {num_nodes} nodes that names no main address: MASTER_ADDR is not set",
+            variables=("MASTER_ADDR",),
+            hint=f"export MASTER_ADDR as the host of rank 0 to every rank, e.g. {example}",
+        )
+    return "127.0.0.1"
 
 
 class MpiDetector(Detector):
@@ -57,18 +71,8 @@ class MpiDetector(Detector):
         rank = integer("global_rank", _RANK)
         local_rank = integer("local_rank", _LOCAL_RANK)
         local_size = integer("devices_per_node", _LOCAL_SIZE, minimum=1)
-        num_nodes, node_rank = self._nodes(reader, world_size, rank, local_rank, local_size)
-        master_addr = reader.optional("master_addr", "MASTER_ADDR")
-        if master_addr is None:
-            if num_nodes > 1:
-                raise MissingVariableError(
-                    f"an MPI launch over {num_nodes} nodes names no main address: MASTER_ADDR "
-                    "is not set",
-                    variables=("MASTER_ADDR",),
-                    hint="export MASTER_ADDR as the host of rank 0 to every rank, e.g. "
-                    "mpirun -x MASTER_ADDR=$(hostname) ...",
-                )
-            master_addr = "127.0.0.1"
+        num_nodes, node_rank = derive_nodes(reader, world_size, rank, local_rank, local_size)
+        master_addr = main_address(reader, num_nodes, "mpirun -x MASTER_ADDR=$(hostname) ...")
         job = reader.optional("job_id", *_JOB)
         devices = visible_gpus(reader, gpu_probe)
         return {
@@ -89,25 +93,3 @@ class MpiDetector(Detector):
             "gpus_per_node": len(devices),
             "visible_devices": devices,
         }
-
-    @staticmethod
-    def _nodes(
-        reader: EnvReader, world_size: int, rank: int, local_rank: int, local_size: int
-    ) -> tuple[int, int]:
-        """(num_nodes, node_rank) from the ranks on this node; see the module docstring."""
-        names = (*reader.origins["world_size"], *reader.origins["devices_per_node"])
-        names += reader.origins["global_rank"] + reader.origins["local_rank"]
-        reader.origins["num_nodes"] = reader.origins["node_rank"] = names
-        num_nodes, uneven = divmod(world_size, local_size)
-        if not uneven and rank % local_size == local_rank:
-            return num_nodes, rank // local_size  # by slot: mpirun's default
-        if not uneven and rank // num_nodes == local_rank:
-            return num_nodes, rank % num_nodes  # round robin: --map-by node
-        shown = ", ".join(f"{name}={reader.env[name]!r}" for name in names)
-        raise InconsistentEnvironmentError(
-            f"cannot tell the node of MPI rank {rank} ({shown}): the nodes do not run the "
-            "same number of ranks, or the ranks are placed neither by slot nor by node",
-            variables=names,
-            hint="start the same number of ranks on every node (mpirun --map-by "
-            "ppr:N:node), or launch with srun --mpi=pmix, which names the nodes",
-        )

@@ -1,0 +1,69 @@
+"""Flux: a task of ``flux run`` / ``flux submit`` (``FLUX_TASK_RANK`` set).
+
+Flux names the task counts (``FLUX_JOB_SIZE``, ``FLUX_JOB_NNODES``) but not the node of a
+task: it is derived from the ranks per node, as for MPI. The main address is
+``MASTER_ADDR`` (one node: the loopback address).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from clusterenv._gpu import visible_gpus
+from clusterenv._spec import Accelerator, Role, Source
+from clusterenv.exceptions import InconsistentEnvironmentError
+from clusterenv.sources.base import Detector, EnvReader, GpuProbe, derive_nodes
+from clusterenv.sources.local import DEFAULT_PORT
+from clusterenv.sources.mpi import main_address
+
+__all__ = ["FluxDetector"]
+
+_HINT = "Flux sets this in every task; start the ranks with flux run"
+
+
+class FluxDetector(Detector):
+    source = Source.FLUX
+    reason = "FLUX_JOB_ID and FLUX_TASK_RANK are set: a Flux task"
+
+    def present(self, env: Mapping[str, str]) -> bool:
+        return "FLUX_JOB_ID" in env and "FLUX_TASK_RANK" in env
+
+    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> dict[str, Any]:
+        def integer(field: str, name: str, minimum: int = 0) -> int:
+            return reader.integer(field, name, hint=_HINT, minimum=minimum)
+
+        world_size = integer("world_size", "FLUX_JOB_SIZE", minimum=1)
+        nodes = integer("num_nodes", "FLUX_JOB_NNODES", minimum=1)
+        rank = integer("global_rank", "FLUX_TASK_RANK")
+        local_rank = integer("local_rank", "FLUX_TASK_LOCAL_ID")
+        per_node, uneven = divmod(world_size, nodes)
+        if uneven or not per_node:
+            raise InconsistentEnvironmentError(
+                f"FLUX_JOB_SIZE={world_size} tasks do not divide evenly over "
+                f"FLUX_JOB_NNODES={nodes} nodes",
+                variables=("FLUX_JOB_SIZE", "FLUX_JOB_NNODES"),
+                hint="start the same number of tasks on every node: flux run -N NODES "
+                "--tasks-per-node N",
+            )
+        reader.note("devices_per_node", "FLUX_JOB_SIZE", "FLUX_JOB_NNODES")
+        num_nodes, node_rank = derive_nodes(reader, world_size, rank, local_rank, per_node)
+        devices = visible_gpus(reader, gpu_probe)
+        return {
+            "source": self.source,
+            "role": Role.RANK,
+            "num_nodes": num_nodes,
+            "devices_per_node": per_node,
+            "world_size": world_size,
+            "global_rank": rank,
+            "local_rank": local_rank,
+            "node_rank": node_rank,
+            "master_addr": main_address(
+                reader, num_nodes, "flux run --env=MASTER_ADDR=$(hostname) ..."
+            ),
+            "master_port": reader.port(DEFAULT_PORT, hint="export MASTER_PORT as a free port"),
+            "job_id": reader.optional("job_id", "FLUX_JOB_ID"),
+            "accelerator": Accelerator.GPU if devices else Accelerator.CPU,
+            "gpus_per_node": len(devices),
+            "visible_devices": devices,
+        }

@@ -1,0 +1,126 @@
+"""IBM LSF: a ``jsrun`` task (``JSM_NAMESPACE_RANK`` set) or the job script (``LSB_JOBID``).
+
+jsrun names ranks (``JSM_NAMESPACE_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE``) but not nodes: they
+are derived from the ranks per node. The hosts come from ``LSB_DJOB_HOSTFILE`` (one line
+per slot, so names repeat) or ``LSB_MCPU_HOSTS`` (``"hostA 4 hostB 4"``). On clusters
+with a launch node (Summit-like) the first host runs the job script and no rank: it is
+dropped when it is listed with one slot before hosts with several, or when the file names
+one host more than the jsrun launch has nodes.
+The main address is ``MASTER_ADDR`` or the first compute host.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from clusterenv._gpu import visible_gpus
+from clusterenv._spec import Accelerator, Role, Source
+from clusterenv.exceptions import InvalidVariableError, MissingVariableError
+from clusterenv.sources.base import Detector, EnvReader, GpuProbe, derive_nodes, slot_hosts
+from clusterenv.sources.pbs import job_number
+from clusterenv.sources.slurm import PORT_BASE, PORT_SPAN
+
+__all__ = ["LsfDetector"]
+
+_HINT = "LSF sets this in the job; run inside bsub"
+_JSM_HINT = "jsrun sets this in every task; start the ranks with jsrun"
+
+
+class LsfDetector(Detector):
+    source = Source.LSF
+    reason = "LSB_JOBID is set: inside an LSF job"
+
+    def present(self, env: Mapping[str, str]) -> bool:
+        return "LSB_JOBID" in env
+
+    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> dict[str, Any]:
+        job_id = reader.text("job_id", "LSB_JOBID", hint=_HINT)
+        slots = self._slots(reader)
+        hosts = list(dict.fromkeys(slots))
+        if "JSM_NAMESPACE_RANK" in reader.env:
+            fields = self._task(reader, hosts)
+        else:  # the job script: describe what jsrun should start
+            fields = {
+                "role": Role.BATCH,
+                "num_nodes": len(hosts),
+                "devices_per_node": slots.count(hosts[0]),
+                "world_size": len(slots),
+                "global_rank": 0,
+                "local_rank": 0,
+                "node_rank": 0,
+                "hostnames": tuple(hosts),
+            }
+            for field in ("num_nodes", "devices_per_node", "world_size"):
+                reader.origins[field] = reader.origins["hostnames"]
+        master_addr = reader.optional("master_addr", "MASTER_ADDR")
+        if master_addr is None:
+            reader.origins["master_addr"] = reader.origins["hostnames"]
+            master_addr = (fields["hostnames"] or hosts)[0]
+        devices = visible_gpus(reader, gpu_probe)
+        port = PORT_BASE + job_number("LSB_JOBID", job_id) % PORT_SPAN
+        return {
+            **fields,
+            "source": self.source,
+            "master_addr": master_addr,
+            "master_port": reader.port(port, hint="export MASTER_PORT as a free TCP port"),
+            "job_id": job_id,
+            "accelerator": Accelerator.GPU if devices else Accelerator.CPU,
+            "gpus_per_node": len(devices),
+            "visible_devices": devices,
+        }
+
+    @staticmethod
+    def _slots(reader: EnvReader) -> list[str]:
+        """One host name per slot, from the host file or ``LSB_MCPU_HOSTS``."""
+        if "LSB_DJOB_HOSTFILE" in reader.env:
+            text = reader.file("hostnames", "LSB_DJOB_HOSTFILE", hint=_HINT)
+            slots = slot_hosts(text)
+        elif "LSB_MCPU_HOSTS" in reader.env:
+            words = reader.text("hostnames", "LSB_MCPU_HOSTS", hint=_HINT).split()
+            if len(words) % 2 or not all(count.isdigit() for count in words[1::2]):
+                raise InvalidVariableError(
+                    f"LSB_MCPU_HOSTS={reader.env['LSB_MCPU_HOSTS']!r} is not 'host count' pairs",
+                    variables=("LSB_MCPU_HOSTS",),
+                    hint=_HINT,
+                )
+            slots = [
+                host for host, n in zip(words[::2], words[1::2], strict=True) for _ in range(int(n))
+            ]
+        else:
+            raise MissingVariableError(
+                "hostnames needs LSB_DJOB_HOSTFILE or LSB_MCPU_HOSTS, neither is set",
+                variables=("LSB_DJOB_HOSTFILE", "LSB_MCPU_HOSTS"),
+                hint=_HINT,
+            )
+        if not slots:
+            raise InvalidVariableError(
+                "the LSF host list is empty", variables=reader.origins["hostnames"], hint=_HINT
+            )
+        first, rest = slots[0], slots[1:]
+        if rest and first not in rest and min(Counter(rest).values()) > 1:
+            return rest  # a launch node: listed first, with one slot, running no rank
+        return slots
+
+    @staticmethod
+    def _task(reader: EnvReader, hosts: list[str]) -> dict[str, Any]:
+        def integer(field: str, name: str, minimum: int = 0) -> int:
+            return reader.integer(field, name, hint=_JSM_HINT, minimum=minimum)
+
+        world_size = integer("world_size", "JSM_NAMESPACE_SIZE", minimum=1)
+        rank = integer("global_rank", "JSM_NAMESPACE_RANK")
+        local_rank = integer("local_rank", "JSM_NAMESPACE_LOCAL_RANK")
+        local_size = integer("devices_per_node", "JSM_NAMESPACE_LOCAL_SIZE", minimum=1)
+        num_nodes, node_rank = derive_nodes(reader, world_size, rank, local_rank, local_size)
+        compute = hosts[1:] if len(hosts) == num_nodes + 1 else hosts  # a launch node left
+        return {
+            "role": Role.RANK,
+            "num_nodes": num_nodes,
+            "devices_per_node": local_size,
+            "world_size": world_size,
+            "global_rank": rank,
+            "local_rank": local_rank,
+            "node_rank": node_rank,
+            "hostnames": tuple(compute) if len(compute) == num_nodes else (),
+        }

@@ -1,0 +1,87 @@
+"""PBS Pro / Torque: the job script (``PBS_JOBID`` set), described from ``PBS_NODEFILE``.
+
+The node file lists one line per slot (``mpiprocs`` in PBS Pro, ``ppn`` in Torque), so a
+host repeats: the nodes are its distinct names in order, the ranks per node the lines of
+the first one. PBS starts no ranks itself — ``mpirun`` inside the job does, and the MPI
+source then wins — so the spec describes what the launcher should start, like Slurm's
+batch step. The main address is the first node; the port ``MASTER_PORT`` or derived from
+the job number as for Slurm.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from clusterenv._gpu import visible_gpus
+from clusterenv._spec import Accelerator, Role, Source
+from clusterenv.exceptions import InconsistentEnvironmentError, InvalidVariableError
+from clusterenv.sources.base import Detector, EnvReader, GpuProbe, slot_hosts
+from clusterenv.sources.slurm import PORT_BASE, PORT_SPAN
+
+__all__ = ["PbsDetector", "job_number"]
+
+_HINT = "PBS sets this in the job; run inside qsub (or qsub -I)"
+
+
+def job_number(name: str, value: str) -> int:
+    """The leading number of a job id such as ``1234.server`` or ``1234[5].server``."""
+    match = re.match(r"\s*([0-9]+)", value)
+    if match is None:
+        raise InvalidVariableError(
+            f"{name}={value!r} does not start with a job number",
+            variables=(name,),
+            hint="the scheduler sets this; do not set it by hand",
+        )
+    return int(match.group(1))
+
+
+class PbsDetector(Detector):
+    source = Source.PBS
+    reason = "PBS_JOBID is set: inside a PBS / Torque job"
+
+    def present(self, env: Mapping[str, str]) -> bool:
+        return "PBS_JOBID" in env
+
+    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> dict[str, Any]:
+        job_id = reader.text("job_id", "PBS_JOBID", hint=_HINT)
+        text = reader.file("hostnames", "PBS_NODEFILE", hint=_HINT)
+        slots = slot_hosts(text)
+        hosts = list(dict.fromkeys(slots))
+        if not hosts:
+            raise InconsistentEnvironmentError(
+                f"PBS_NODEFILE={reader.env['PBS_NODEFILE']!r} lists no host",
+                variables=("PBS_NODEFILE",),
+                hint="the file PBS wrote is empty; check the job's select/nodes request",
+            )
+        stated = reader.lookup("PBS_NUM_NODES")  # Torque only
+        if stated and stated[1].strip() != str(len(hosts)):
+            raise InconsistentEnvironmentError(
+                f"PBS_NODEFILE names {len(hosts)} hosts but PBS_NUM_NODES={stated[1]!r}",
+                variables=("PBS_NODEFILE", "PBS_NUM_NODES"),
+                hint="the node file and the job's node count come from one job; look for "
+                "a PBS_NODEFILE exported by hand",
+            )
+        for field in ("num_nodes", "devices_per_node", "world_size"):
+            reader.note(field, "PBS_NODEFILE")
+        devices = visible_gpus(reader, gpu_probe)
+        port = PORT_BASE + job_number("PBS_JOBID", job_id) % PORT_SPAN
+        return {
+            "source": self.source,
+            "role": Role.BATCH,
+            "num_nodes": len(hosts),
+            "devices_per_node": Counter(slots)[hosts[0]],
+            "world_size": len(slots),
+            "global_rank": 0,
+            "local_rank": 0,
+            "node_rank": 0,
+            "master_addr": reader.optional("master_addr", "MASTER_ADDR") or hosts[0],
+            "master_port": reader.port(port, hint="export MASTER_PORT as a free TCP port"),
+            "job_id": job_id,
+            "hostnames": tuple(hosts),
+            "accelerator": Accelerator.GPU if devices else Accelerator.CPU,
+            "gpus_per_node": len(devices),
+            "visible_devices": devices,
+        }
