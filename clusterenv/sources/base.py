@@ -7,7 +7,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from clusterenv._spec import Source
+from clusterenv._spec import Role, Source
 from clusterenv.exceptions import (
     InconsistentEnvironmentError,
     InvalidVariableError,
@@ -19,8 +19,8 @@ __all__ = [
     "EnvReader",
     "FileReader",
     "GpuProbe",
-    "derive_nodes",
     "parse_integer",
+    "rank_fields",
     "read_text_file",
     "slot_hosts",
 ]
@@ -146,10 +146,10 @@ def slot_hosts(text: str) -> list[str]:
     return [line.split()[0] for line in text.splitlines() if line.strip()]
 
 
-def derive_nodes(
+def rank_fields(
     reader: EnvReader, world_size: int, rank: int, local_rank: int, local_size: int
-) -> tuple[int, int]:
-    """(num_nodes, node_rank) for launchers that name no node, from the ranks per node.
+) -> dict[str, Any]:
+    """The geometry of a rank whose launcher names no node, from the ranks per node.
 
     Assumes every node runs ``local_size`` ranks, placed by slot (node = rank // local size,
     the usual default) or round robin (node = rank % nodes); the local rank tells which.
@@ -158,10 +158,21 @@ def derive_nodes(
     names += reader.origins["global_rank"] + reader.origins["local_rank"]
     reader.origins["num_nodes"] = reader.origins["node_rank"] = names
     num_nodes, uneven = divmod(world_size, local_size)
+    node_rank = None
     if not uneven and rank % local_size == local_rank:
-        return num_nodes, rank // local_size
-    if not uneven and rank // num_nodes == local_rank:
-        return num_nodes, rank % num_nodes
+        node_rank = rank // local_size
+    elif not uneven and rank // num_nodes == local_rank:
+        node_rank = rank % num_nodes
+    if node_rank is not None:
+        return {
+            "role": Role.RANK,
+            "num_nodes": num_nodes,
+            "devices_per_node": local_size,
+            "world_size": world_size,
+            "global_rank": rank,
+            "local_rank": local_rank,
+            "node_rank": node_rank,
+        }
     shown = ", ".join(f"{name}={reader.env[name]!r}" for name in names)
     raise InconsistentEnvironmentError(
         f"cannot tell the node of rank {rank} ({shown}): the nodes do not run the same "

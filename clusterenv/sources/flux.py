@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from clusterenv._gpu import visible_gpus
-from clusterenv._spec import Accelerator, Role, Source
+from clusterenv._spec import Accelerator, Source
 from clusterenv.exceptions import InconsistentEnvironmentError
-from clusterenv.sources.base import Detector, EnvReader, GpuProbe, derive_nodes
+from clusterenv.sources.base import Detector, EnvReader, GpuProbe, rank_fields
 from clusterenv.sources.local import DEFAULT_PORT
 from clusterenv.sources.mpi import main_address
 
@@ -47,19 +47,13 @@ class FluxDetector(Detector):
                 "--tasks-per-node N",
             )
         reader.note("devices_per_node", "FLUX_JOB_SIZE", "FLUX_JOB_NNODES")
-        num_nodes, node_rank = derive_nodes(reader, world_size, rank, local_rank, per_node)
+        fields = rank_fields(reader, world_size, rank, local_rank, per_node)
         devices = visible_gpus(reader, gpu_probe)
         return {
+            **fields,
             "source": self.source,
-            "role": Role.RANK,
-            "num_nodes": num_nodes,
-            "devices_per_node": per_node,
-            "world_size": world_size,
-            "global_rank": rank,
-            "local_rank": local_rank,
-            "node_rank": node_rank,
             "master_addr": main_address(
-                reader, num_nodes, "flux run --env=MASTER_ADDR=$(hostname) ..."
+                reader, nodes, "flux run --env=MASTER_ADDR=$(hostname) ..."
             ),
             "master_port": reader.port(DEFAULT_PORT, hint="export MASTER_PORT as a free port"),
             "job_id": reader.optional("job_id", "FLUX_JOB_ID"),

@@ -18,7 +18,7 @@ from typing import Any
 from clusterenv._gpu import visible_gpus
 from clusterenv._spec import Accelerator, Role, Source
 from clusterenv.exceptions import InvalidVariableError, MissingVariableError
-from clusterenv.sources.base import Detector, EnvReader, GpuProbe, derive_nodes, slot_hosts
+from clusterenv.sources.base import Detector, EnvReader, GpuProbe, rank_fields, slot_hosts
 from clusterenv.sources.pbs import job_number
 from clusterenv.sources.slurm import PORT_BASE, PORT_SPAN
 
@@ -112,15 +112,7 @@ class LsfDetector(Detector):
         rank = integer("global_rank", "JSM_NAMESPACE_RANK")
         local_rank = integer("local_rank", "JSM_NAMESPACE_LOCAL_RANK")
         local_size = integer("devices_per_node", "JSM_NAMESPACE_LOCAL_SIZE", minimum=1)
-        num_nodes, node_rank = derive_nodes(reader, world_size, rank, local_rank, local_size)
+        fields = rank_fields(reader, world_size, rank, local_rank, local_size)
+        num_nodes = fields["num_nodes"]
         compute = hosts[1:] if len(hosts) == num_nodes + 1 else hosts  # a launch node left
-        return {
-            "role": Role.RANK,
-            "num_nodes": num_nodes,
-            "devices_per_node": local_size,
-            "world_size": world_size,
-            "global_rank": rank,
-            "local_rank": local_rank,
-            "node_rank": node_rank,
-            "hostnames": tuple(compute) if len(compute) == num_nodes else (),
-        }
+        return {**fields, "hostnames": tuple(compute) if len(compute) == num_nodes else ()}

@@ -24,9 +24,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from clusterenv._gpu import visible_gpus
-from clusterenv._spec import Accelerator, Role, Source
+from clusterenv._spec import Accelerator, Source
 from clusterenv.exceptions import MissingVariableError
-from clusterenv.sources.base import Detector, EnvReader, GpuProbe, derive_nodes
+from clusterenv.sources.base import Detector, EnvReader, GpuProbe, rank_fields
 from clusterenv.sources.local import DEFAULT_PORT
 
 __all__ = ["MpiDetector", "main_address"]
@@ -71,19 +71,15 @@ class MpiDetector(Detector):
         rank = integer("global_rank", _RANK)
         local_rank = integer("local_rank", _LOCAL_RANK)
         local_size = integer("devices_per_node", _LOCAL_SIZE, minimum=1)
-        num_nodes, node_rank = derive_nodes(reader, world_size, rank, local_rank, local_size)
-        master_addr = main_address(reader, num_nodes, "mpirun -x MASTER_ADDR=$(hostname) ...")
+        fields = rank_fields(reader, world_size, rank, local_rank, local_size)
+        master_addr = main_address(
+            reader, fields["num_nodes"], "mpirun -x MASTER_ADDR=$(hostname) ..."
+        )
         job = reader.optional("job_id", *_JOB)
         devices = visible_gpus(reader, gpu_probe)
         return {
+            **fields,
             "source": self.source,
-            "role": Role.RANK,
-            "num_nodes": num_nodes,
-            "devices_per_node": local_size,
-            "world_size": world_size,
-            "global_rank": rank,
-            "local_rank": local_rank,
-            "node_rank": node_rank,
             "master_addr": master_addr,
             "master_port": reader.port(
                 DEFAULT_PORT, hint="export MASTER_PORT as a free TCP port to every rank"
