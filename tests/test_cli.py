@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import pty
 import subprocess
 import sys
 from pathlib import Path
@@ -110,6 +112,31 @@ def test_capture_round_trips_through_inspect(
     (tmp_path / "c.json").write_text(json.dumps({"env": captured}))
     assert main(["inspect", "--json", "--env-file", str(tmp_path / "c.json")]) == 0
     assert json.loads(capsys.readouterr().out)["spec"]["global_rank"] == 2
+
+
+@pytest.mark.parametrize(("extra", "coloured"), [({}, True), ({"NO_COLOR": "1"}, False)])
+def test_colour_only_on_a_terminal_without_no_color(
+    tmp_path: Path, extra: dict[str, str], coloured: bool
+) -> None:
+    path = tmp_path / "env.json"
+    path.write_text(json.dumps(srun_task([2, 2], 3)))
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"} | extra
+    leader, follower = pty.openpty()  # the report (~1 KiB) fits the terminal's buffer
+    subprocess.run(
+        [sys.executable, "-m", "clusterenv", "inspect", "--env-file", str(path)],
+        stdout=follower,
+        env=env,
+        timeout=60,
+    )
+    os.close(follower)
+    chunks = []
+    with contextlib.suppress(OSError):  # EIO once everything written has been read
+        while chunk := os.read(leader, 4096):
+            chunks.append(chunk)
+    os.close(leader)
+    out = b"".join(chunks).decode()
+    assert "SLURM_PROCID='3'" in out
+    assert ("\033[" in out) is coloured
 
 
 def test_help_explains_the_fields() -> None:
