@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from clusterenv._spec import ResourceSpec, Role, Source
 from clusterenv.sources.slurm import SlurmDetector
 
-__all__ = ["JOB_SCRIPTS", "diagnose"]
+__all__ = ["JOB_SCRIPTS", "diagnose", "launcher_for"]
 
 #: Schedulers whose job script is a ``batch`` process: how it is called, and what starts
 #: the ranks from it.
@@ -19,6 +19,11 @@ JOB_SCRIPTS = {
 
 # Ports that many scripts hard-code: two jobs sharing a node then collide.
 _COMMON_PORTS = frozenset({12910, 29500, 1234, 12345})
+
+
+def launcher_for(spec: ResourceSpec) -> str:
+    """The command that starts the ranks, for a process that is not one (e.g. ``srun``)."""
+    return JOB_SCRIPTS[spec.source][1] if spec.role is Role.BATCH else "srun"
 
 
 def diagnose(spec: ResourceSpec, env: Mapping[str, str]) -> list[str]:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusterenv._detect import explain_environment
+from clusterenv._diagnose import launcher_for
 from clusterenv._spec import ResourceSpec, Role, Source
 from clusterenv.exceptions import ClusterEnvError
 
@@ -104,8 +105,8 @@ def _rendezvous(spec: ResourceSpec | None, timeout: float) -> ProbeReport:
     if spec.role is not Role.RANK:
         raise ProbeError(
             f"this process is not one rank of a launch (role {spec.role.value})",
-            hint="run the probe like the training: srun clusterenv probe, or "
-            "torchrun ... -m clusterenv probe",
+            hint=f"run the probe like the training: {launcher_for(spec)} clusterenv probe, "
+            "or torchrun ... -m clusterenv probe",
         )
     if spec.world_size == 1:  # no process group to form
         return ProbeReport(spec, [_row(spec, "alone")])

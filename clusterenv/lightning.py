@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal, ParamSpec, TypeVar
 
 from clusterenv._detect import explain_environment
-from clusterenv._diagnose import JOB_SCRIPTS
+from clusterenv._diagnose import JOB_SCRIPTS, launcher_for
 from clusterenv._spec import Accelerator, ResourceSpec, Role, Source
 from clusterenv.exceptions import ClusterEnvError, MissingDependencyError
 
@@ -350,7 +350,7 @@ def _geometry(
             f"this is {where}, which runs on the submit host, not on a node of the allocation",
             hint="start the script with srun inside the allocation: srun python train.py ...",
         )
-    launcher = JOB_SCRIPTS[spec.source][1] if spec.role is Role.BATCH else "srun"
+    launcher = launcher_for(spec)
     if num_nodes is None and spec.num_nodes > 1:
         raise ClusterEnvError(
             f"this is {where}, over {spec.num_nodes} nodes; training here would use this node only",

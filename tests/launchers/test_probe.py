@@ -135,19 +135,20 @@ def test_a_port_held_by_another_program_is_named() -> None:
 
 
 @pytest.mark.parametrize(
-    ("env", "words"),
+    ("env", "words", "launcher"),
     [
-        (slurm_env(nodes=2, step="batch"), "not one rank of a launch (role batch)"),
-        ({"CUDA_VISIBLE_DEVICES": ""}, "role standalone"),
+        (slurm_env(nodes=2, step="batch"), "not one rank of a launch (role batch)", "srun"),
+        ({"LSB_JOBID": "42", "LSB_MCPU_HOSTS": "h1 2 h2 2"}, "role batch", "jsrun"),
+        ({"CUDA_VISIBLE_DEVICES": ""}, "role standalone", "srun"),
     ],
 )
 def test_a_process_that_is_not_a_rank_is_told_how_to_run_the_probe(
-    env: dict[str, str], words: str
+    env: dict[str, str], words: str, launcher: str
 ) -> None:
     code, out = finish(probe_with(env))
     assert code == 2
     assert words in out
-    assert "srun clusterenv probe" in out
+    assert f"{launcher} clusterenv probe" in out
 
 
 def test_a_single_rank_is_fine() -> None:
