@@ -101,14 +101,15 @@ def diagnose(spec: ResourceSpec, env: Mapping[str, str]) -> list[str]:
             "collide. Fix: unset MASTER_PORT and clusterenv derives one from the job id"
         )
     if (
-        spec.source in (Source.MPI, Source.FLUX)
+        spec.source is Source.MPI
+        and spec.job_id is None  # MPICH's hydra names no job to derive a port from
         and spec.world_size > 1
         and "MASTER_PORT" not in env
     ):
         warnings.append(
-            f"MASTER_PORT is not set, so the ranks meet on the default port {spec.master_port}; "
-            "two such jobs on one node collide. Fix: export MASTER_PORT (a port unique to the "
-            "job) to every rank"
+            "neither MASTER_PORT nor a job id is set, so the ranks meet on the default port "
+            f"{spec.master_port}; two such jobs on one node collide. Fix: export MASTER_PORT "
+            "(a port unique to the job) to every rank"
         )
     job_name = env.get("SLURM_JOB_NAME")
     if job_name in ("bash", "interactive") and spec.role is Role.RANK and spec.world_size > 1:

@@ -12,7 +12,7 @@ import pytest
 
 from clusterenv import __version__
 from clusterenv._cli import main, read_env_file
-from clusterenv.testing import flux_env, kubeflow_env
+from clusterenv.testing import kubeflow_env, mpich_env
 from tests.envs import batch_step, salloc_shell, srun_task, torchrun_worker
 
 
@@ -58,7 +58,7 @@ def test_json_has_spec_provenance_and_warnings(tmp_path: Path) -> None:
         (srun_task([2, 2], 0) | torchrun_worker(0, nnodes=4), "double launch"),
         (kubeflow_env(2, 1) | {"CUDA_VISIBLE_DEVICES": "0,1"}, "torchrun --nproc_per_node=2"),
         ({"LSB_JOBID": "42", "LSB_MCPU_HOSTS": "h1 4 h2 4"}, "`jsrun python train.py`"),
-        (flux_env(1, 2, 1), "default port 29500; two such jobs on one node collide"),
+        (mpich_env(2, 1), "default port 29500; two such jobs on one node collide"),
     ],
 )
 def test_diagnostics_and_strict(tmp_path: Path, env: dict[str, str], fragment: str) -> None:

@@ -16,6 +16,7 @@ from clusterenv import (
     detect_environment,
 )
 from clusterenv._capture import launcher_variables
+from clusterenv.sources.base import PORT_BASE, PORT_SPAN, job_port
 from clusterenv.testing import (
     flux_env,
     kubeflow_env,
@@ -112,11 +113,6 @@ def test_torchrun_inside_a_kubeflow_pod_is_torchrun() -> None:
             InconsistentEnvironmentError,
             "PBS_NUM_NODES='3'",
         ),
-        (
-            ({"PBS_JOBID": "x.pbs01", "PBS_NODEFILE": "/f"}, {"/f": "n1\n"}),
-            InvalidVariableError,
-            "job number",
-        ),
         (({"LSB_JOBID": "42"}, None), MissingVariableError, "LSB_DJOB_HOSTFILE or LSB_MCPU_HOSTS"),
         (
             ({"LSB_JOBID": "42", "LSB_MCPU_HOSTS": "h1 4 h2"}, None),
@@ -140,7 +136,6 @@ def test_torchrun_inside_a_kubeflow_pod_is_torchrun() -> None:
         "pbs-nodefile-missing",
         "pbs-nodefile-empty",
         "torque-node-count",
-        "pbs-job-id",
         "lsf-no-hosts",
         "lsf-mcpu-hosts",
         "flux-multi-node-no-addr",
@@ -185,3 +180,14 @@ def test_the_lightning_adapter_takes_the_new_sources() -> None:
 def test_capture_and_test_isolation_know_the_variables(env: dict[str, str]) -> None:
     """`clusterenv capture` records, and the pytest plugin clears, every variable they set."""
     assert set(env) - set(launcher_variables(env)) <= {"PYTHONUNBUFFERED"}
+
+
+def test_ports_derive_from_the_job_id_in_every_rank() -> None:
+    """Two jobs on one node must not meet on one port; all ranks of a job must agree."""
+    flux = {detect(flux_env(1, 2, rank, job_id="f2Xb8GNp3")).master_port for rank in (0, 1)}
+    assert len(flux) == 1
+    assert flux != {detect(flux_env(1, 2, 0, job_id="f2Xb8GNp4")).master_port}
+    assert job_port("4242.pbs01") == job_port("4242") == PORT_BASE + 4242
+    assert all(PORT_BASE <= job_port(f"f{n}x") < PORT_BASE + PORT_SPAN for n in range(500))
+    pbs, files = pbs_env(1, 1, job_id="x.pbs01")  # no number: spread like Flux's ids
+    assert detect(pbs, files).master_port == job_port("x.pbs01")

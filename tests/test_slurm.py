@@ -13,7 +13,8 @@ from clusterenv import (
     ResourceSpec,
     detect_environment,
 )
-from clusterenv.sources.slurm import PORT_BASE, PORT_SPAN, parse_gpu_count
+from clusterenv.sources.base import PORT_BASE, PORT_SPAN
+from clusterenv.sources.slurm import parse_gpu_count
 from tests.envs import batch_step, salloc_shell, srun_task
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
@@ -15,10 +16,13 @@ from clusterenv.exceptions import (
 )
 
 __all__ = [
+    "PORT_BASE",
+    "PORT_SPAN",
     "Detector",
     "EnvReader",
     "FileReader",
     "GpuProbe",
+    "job_port",
     "parse_integer",
     "rank_fields",
     "read_text_file",
@@ -37,6 +41,24 @@ def read_text_file(path: str) -> str:
 
 
 _UNSIGNED = re.compile(r"[0-9]+")
+_LEADING_NUMBER = re.compile(r"\s*([0-9]+)")
+
+PORT_BASE = 20000
+PORT_SPAN = 12000
+
+
+def job_port(job_id: str) -> int:
+    """The main port of a job that sets no ``MASTER_PORT``, the same in all its ranks.
+
+    ``PORT_BASE`` + the id's leading number (``4242``, ``4242.pbs01``) % ``PORT_SPAN``: any
+    ``PORT_SPAN`` consecutive jobs, i.e. those that can share a node at one time, get
+    distinct ports, all below Linux's ephemeral range (32768-60999) that outgoing
+    connections draw from. Ids without a number (Flux's ``ƒ2Xb8GNp3``, PMIx namespaces)
+    are spread by their CRC-32 instead.
+    """
+    match = _LEADING_NUMBER.match(job_id)
+    number = int(match.group(1)) if match else zlib.crc32(job_id.encode())
+    return PORT_BASE + number % PORT_SPAN
 
 
 class EnvReader:

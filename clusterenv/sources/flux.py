@@ -2,7 +2,8 @@
 
 Flux names the task counts (``FLUX_JOB_SIZE``, ``FLUX_JOB_NNODES``) but not the node of a
 task: it is derived from the ranks per node, as for MPI. The main address is
-``MASTER_ADDR`` (one node: the loopback address).
+``MASTER_ADDR`` (one node: the loopback address), the port ``MASTER_PORT`` or derived
+from the job id.
 """
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ from typing import Any
 from clusterenv._gpu import visible_gpus
 from clusterenv._spec import Accelerator, Source
 from clusterenv.exceptions import InconsistentEnvironmentError
-from clusterenv.sources.base import Detector, EnvReader, GpuProbe, rank_fields
-from clusterenv.sources.local import DEFAULT_PORT
+from clusterenv.sources.base import Detector, EnvReader, GpuProbe, job_port, rank_fields
 from clusterenv.sources.mpi import main_address
 
 __all__ = ["FluxDetector"]
@@ -33,6 +33,7 @@ class FluxDetector(Detector):
         def integer(field: str, name: str, minimum: int = 0) -> int:
             return reader.integer(field, name, hint=_HINT, minimum=minimum)
 
+        job_id = reader.text("job_id", "FLUX_JOB_ID", hint=_HINT)
         world_size = integer("world_size", "FLUX_JOB_SIZE", minimum=1)
         nodes = integer("num_nodes", "FLUX_JOB_NNODES", minimum=1)
         rank = integer("global_rank", "FLUX_TASK_RANK")
@@ -55,8 +56,8 @@ class FluxDetector(Detector):
             "master_addr": main_address(
                 reader, nodes, "flux run --env=MASTER_ADDR=$(hostname) ..."
             ),
-            "master_port": reader.port(DEFAULT_PORT, hint="export MASTER_PORT as a free port"),
-            "job_id": reader.optional("job_id", "FLUX_JOB_ID"),
+            "master_port": reader.port(job_port(job_id), hint="export MASTER_PORT as a free port"),
+            "job_id": job_id,
             "accelerator": Accelerator.GPU if devices else Accelerator.CPU,
             "gpus_per_node": len(devices),
             "visible_devices": devices,

@@ -18,9 +18,14 @@ from typing import Any
 from clusterenv._gpu import visible_gpus
 from clusterenv._spec import Accelerator, Role, Source
 from clusterenv.exceptions import InvalidVariableError, MissingVariableError
-from clusterenv.sources.base import Detector, EnvReader, GpuProbe, rank_fields, slot_hosts
-from clusterenv.sources.pbs import job_number
-from clusterenv.sources.slurm import PORT_BASE, PORT_SPAN
+from clusterenv.sources.base import (
+    Detector,
+    EnvReader,
+    GpuProbe,
+    job_port,
+    rank_fields,
+    slot_hosts,
+)
 
 __all__ = ["LsfDetector"]
 
@@ -59,12 +64,13 @@ class LsfDetector(Detector):
             reader.origins["master_addr"] = reader.origins["hostnames"]
             master_addr = (fields["hostnames"] or hosts)[0]
         devices = visible_gpus(reader, gpu_probe)
-        port = PORT_BASE + job_number("LSB_JOBID", job_id) % PORT_SPAN
         return {
             **fields,
             "source": self.source,
             "master_addr": master_addr,
-            "master_port": reader.port(port, hint="export MASTER_PORT as a free TCP port"),
+            "master_port": reader.port(
+                job_port(job_id), hint="export MASTER_PORT as a free TCP port"
+            ),
             "job_id": job_id,
             "accelerator": Accelerator.GPU if devices else Accelerator.CPU,
             "gpus_per_node": len(devices),

@@ -15,7 +15,9 @@ on this node, assuming every node runs as many (``world_size = nodes * local siz
 ``mpirun`` places them by slot (rank // local size) or, with ``--map-by node``, round
 robin (rank % nodes) — the local rank tells which. Where neither fits, or nodes differ,
 detection says so. The main address is ``MASTER_ADDR``; without it a one-node launch uses
-the loopback address and a multi-node one is an error saying what to export.
+the loopback address and a multi-node one is an error saying what to export. The port is
+``MASTER_PORT``, else derived from the job id (Open MPI's, PMIx's), else 29500 (MPICH
+names no job).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Any
 from clusterenv._gpu import visible_gpus
 from clusterenv._spec import Accelerator, Source
 from clusterenv.exceptions import MissingVariableError
-from clusterenv.sources.base import Detector, EnvReader, GpuProbe, rank_fields
+from clusterenv.sources.base import Detector, EnvReader, GpuProbe, job_port, rank_fields
 from clusterenv.sources.local import DEFAULT_PORT
 
 __all__ = ["MpiDetector", "main_address"]
@@ -82,7 +84,8 @@ class MpiDetector(Detector):
             "source": self.source,
             "master_addr": master_addr,
             "master_port": reader.port(
-                DEFAULT_PORT, hint="export MASTER_PORT as a free TCP port to every rank"
+                DEFAULT_PORT if job is None else job_port(job),
+                hint="export MASTER_PORT as a free TCP port to every rank",
             ),
             "job_id": job,
             "accelerator": Accelerator.GPU if devices else Accelerator.CPU,

@@ -5,37 +5,23 @@ host repeats: the nodes are its distinct names in order, the ranks per node the 
 the first one. PBS starts no ranks itself — ``mpirun`` inside the job does, and the MPI
 source then wins — so the spec describes what the launcher should start, like Slurm's
 batch step. The main address is the first node; the port ``MASTER_PORT`` or derived from
-the job number as for Slurm.
+the job id (``job_port``).
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
 from clusterenv._gpu import visible_gpus
 from clusterenv._spec import Accelerator, Role, Source
-from clusterenv.exceptions import InconsistentEnvironmentError, InvalidVariableError
-from clusterenv.sources.base import Detector, EnvReader, GpuProbe, slot_hosts
-from clusterenv.sources.slurm import PORT_BASE, PORT_SPAN
+from clusterenv.exceptions import InconsistentEnvironmentError
+from clusterenv.sources.base import Detector, EnvReader, GpuProbe, job_port, slot_hosts
 
-__all__ = ["PbsDetector", "job_number"]
+__all__ = ["PbsDetector"]
 
 _HINT = "PBS sets this in the job; run inside qsub (or qsub -I)"
-
-
-def job_number(name: str, value: str) -> int:
-    """The leading number of a job id such as ``1234.server`` or ``1234[5].server``."""
-    match = re.match(r"\s*([0-9]+)", value)
-    if match is None:
-        raise InvalidVariableError(
-            f"{name}={value!r} does not start with a job number",
-            variables=(name,),
-            hint="the scheduler sets this; do not set it by hand",
-        )
-    return int(match.group(1))
 
 
 class PbsDetector(Detector):
@@ -67,7 +53,6 @@ class PbsDetector(Detector):
         for field in ("num_nodes", "devices_per_node", "world_size"):
             reader.note(field, "PBS_NODEFILE")
         devices = visible_gpus(reader, gpu_probe)
-        port = PORT_BASE + job_number("PBS_JOBID", job_id) % PORT_SPAN
         return {
             "source": self.source,
             "role": Role.BATCH,
@@ -78,7 +63,9 @@ class PbsDetector(Detector):
             "local_rank": 0,
             "node_rank": 0,
             "master_addr": reader.optional("master_addr", "MASTER_ADDR") or hosts[0],
-            "master_port": reader.port(port, hint="export MASTER_PORT as a free TCP port"),
+            "master_port": reader.port(
+                job_port(job_id), hint="export MASTER_PORT as a free TCP port"
+            ),
             "job_id": job_id,
             "hostnames": tuple(hosts),
             "accelerator": Accelerator.GPU if devices else Accelerator.CPU,

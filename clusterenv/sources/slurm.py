@@ -13,9 +13,7 @@ the job name (salloc names its jobs ``interactive`` and their srun steps inherit
   rank per GPU, else the job's task layout.
 
 The main address is the first host of the node list (``MASTER_ADDR`` overrides); the main
-port is ``MASTER_PORT`` or ``PORT_BASE + job_id % PORT_SPAN``: any ``PORT_SPAN``
-consecutive job ids, i.e. the jobs that can share a node at one time, get distinct ports,
-all below Linux's ephemeral range (32768-60999) that outgoing connections draw from.
+port is ``MASTER_PORT`` or derived from the job id (:func:`~clusterenv.sources.base.job_port`).
 """
 
 from __future__ import annotations
@@ -28,12 +26,9 @@ from clusterenv._gpu import visible_gpus
 from clusterenv._spec import Accelerator, Role, Source
 from clusterenv.exceptions import InconsistentEnvironmentError, InvalidVariableError
 from clusterenv.hostlist import count_hosts, expand_hostlist
-from clusterenv.sources.base import Detector, EnvReader, GpuProbe, parse_integer
+from clusterenv.sources.base import Detector, EnvReader, GpuProbe, job_port, parse_integer
 
-__all__ = ["PORT_BASE", "PORT_SPAN", "SlurmDetector", "TaskLayout", "parse_gpu_count"]
-
-PORT_BASE = 20000
-PORT_SPAN = 12000
+__all__ = ["SlurmDetector", "TaskLayout", "parse_gpu_count"]
 
 _HINT = "Slurm sets this inside a job; run the script under sbatch, salloc or srun"
 _STEP_HINT = "Slurm sets this in every srun task; launch the ranks with srun"
@@ -93,7 +88,8 @@ class SlurmDetector(Detector):
 
     def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> dict[str, Any]:
         job_id = reader.text("job_id", "SLURM_JOB_ID", "SLURM_JOBID", hint=_HINT)
-        job_number = parse_integer(reader.origins["job_id"][0], job_id, hint=_HINT)
+        # Slurm's job ids are integers: anything else was set by hand.
+        parse_integer(reader.origins["job_id"][0], job_id, hint=_HINT)
         fields = self._step(reader) if "SLURM_STEP_ID" in reader.env else self._allocation(reader)
         if fields["role"] is Role.SHELL:
             devices: tuple[str, ...] = ()  # the shell runs on the submit host, not on a node
@@ -114,7 +110,7 @@ class SlurmDetector(Detector):
             "job_id": job_id,
             "master_addr": master_addr,
             "master_port": reader.port(
-                PORT_BASE + job_number % PORT_SPAN,
+                job_port(job_id),
                 hint="export MASTER_PORT as a free TCP port, or unset it to derive one from "
                 "the job id",
             ),
