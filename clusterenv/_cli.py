@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -18,6 +19,7 @@ from clusterenv._probe import DEFAULT_TIMEOUT, ProbeError, probe
 from clusterenv._spec import ResourceSpec
 from clusterenv.exceptions import ClusterEnvError
 from clusterenv.hostlist import compress_hostlist
+from clusterenv.sources.base import read_text_file
 
 __all__ = ["main"]
 
@@ -41,8 +43,9 @@ class _Usage(Exception):
     """A problem with the command line's inputs (e.g. an unreadable --env-file)."""
 
 
-def read_env_file(path: str) -> dict[str, str]:
-    """An environment from `env`/`printenv` output, KEY=VALUE lines or a JSON object."""
+def read_env_file(path: str) -> tuple[dict[str, str], dict[str, str]]:
+    """An environment from `env`/`printenv` output, KEY=VALUE lines or a JSON object, and
+    the host files a `clusterenv capture` recorded with it (by path)."""
     try:
         if path == "-":
             text = sys.stdin.read()
@@ -60,16 +63,35 @@ def read_env_file(path: str) -> dict[str, str]:
             data = json.loads(text)
         except json.JSONDecodeError as error:
             raise _Usage(f"--env-file {path} is not valid JSON: {error}") from None
+        files = data.get("files", {}) if isinstance(data, dict) and "env" in data else {}
         data = data.get("env", data) if isinstance(data, dict) else data
-        if not isinstance(data, dict):
+        if not isinstance(data, dict) or not isinstance(files, dict):
             raise _Usage(f"--env-file {path}: expected a JSON object of variables")
-        return {str(key): str(value) for key, value in data.items()}
+        return _strings(data), _strings(files)
     env = {}
     for line in text.splitlines():
         name, sep, value = line.removeprefix("export ").partition("=")
         if sep and name.strip() and not name.lstrip().startswith("#"):
             env[name.strip()] = value.strip().strip("'\"")
-    return env
+    return env, {}
+
+
+def _strings(data: Mapping[object, object]) -> dict[str, str]:
+    return {str(key): str(value) for key, value in data.items()}
+
+
+def _capture(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    """The launcher variables, and the host files that detection reads (PBS, LSF), so that
+    `inspect --env-file` works on another machine too."""
+    files: dict[str, str] = {}
+
+    def record(path: str) -> str:
+        files[path] = read_text_file(path)
+        return files[path]
+
+    with contextlib.suppress(ClusterEnvError):  # a broken environment is still captured
+        explain_environment(env, gpu_probe=tuple, read_file=record)
+    return {"env": launcher_variables(env), "files": files}
 
 
 def _style(code: str) -> str:
@@ -91,9 +113,12 @@ def _lightning(spec: ResourceSpec, package: str) -> tuple[dict[str, object], lis
 
 
 def _report(
-    env: Mapping[str, str], lightning: str | None
+    env: Mapping[str, str], files: Mapping[str, str], lightning: str | None
 ) -> tuple[dict[str, object], list[str], str]:
-    detection = explain_environment(env)
+    def read_file(path: str) -> str:
+        return files[path] if path in files else read_text_file(path)
+
+    detection = explain_environment(env, read_file=read_file)
     spec, origins = detection.spec, detection.origins
     warnings = diagnose(spec, env)
     adapter: dict[str, object] = {}
@@ -208,7 +233,9 @@ def _parser() -> argparse.ArgumentParser:
         "capture",
         help="print this process's launcher variables as JSON, for bug reports",
         description="Print the scheduler, launcher and CUDA variables of this process as JSON "
-        "(secrets redacted). `clusterenv inspect --env-file FILE` reads it back.",
+        "(secrets redacted), with the host files detection reads (PBS_NODEFILE, "
+        "LSB_DJOB_HOSTFILE). `clusterenv inspect --env-file FILE` reads it back, on any "
+        "machine.",
     )
     capture.add_argument("--env-file", metavar="PATH", help="capture from a file instead")
     probe = commands.add_parser(
@@ -266,11 +293,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _probe(args.timeout, args.backend)
         if args.command == "run":
             return _run(args.module, args.target)
-        env = read_env_file(args.env_file) if args.env_file else dict(os.environ)
+        env, files = read_env_file(args.env_file) if args.env_file else (dict(os.environ), {})
         if args.command == "capture":
-            print(json.dumps({"env": launcher_variables(env)}, indent=2))
+            print(json.dumps(_capture(env), indent=2))
             return 0
-        data, warnings, text = _report(env, args.lightning)
+        data, warnings, text = _report(env, files, args.lightning)
     except (ClusterEnvError, _Usage) as error:
         if args.debug:
             traceback.print_exc()

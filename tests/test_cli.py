@@ -78,6 +78,23 @@ def test_pbs_job_script_with_uneven_slots(tmp_path: Path) -> None:
     assert "3 slots over 2 nodes is not the same number on every node" in text
 
 
+def test_a_pbs_capture_carries_its_node_file_to_another_machine(tmp_path: Path) -> None:
+    nodefile = tmp_path / "4242.pbs01"
+    nodefile.write_text("node01\nnode01\nnode02\nnode02\n")
+    env = tmp_path / "env.txt"
+    env.write_text(f"PBS_JOBID=4242.pbs01\nPBS_NODEFILE={nodefile}\n")
+    capture = subprocess.run(
+        [sys.executable, "-m", "clusterenv", "capture", "--env-file", str(env)],
+        capture_output=True,
+        text=True,
+    )
+    assert json.loads(capture.stdout)["files"] == {str(nodefile): nodefile.read_text()}
+    nodefile.unlink()  # the other machine has no such file
+    code, out = inspect(tmp_path, json.loads(capture.stdout), "--json")
+    assert code == 0, out
+    assert json.loads(out)["spec"]["hostnames"] == ["node01", "node02"]
+
+
 def test_clean_step_has_no_warnings(tmp_path: Path) -> None:
     """srun -N2 --ntasks-per-node=2 (which sets SLURM_NTASKS_PER_NODE in every task)."""
     env = srun_task([2, 2], 1) | {"SLURM_NTASKS_PER_NODE": "2"}
@@ -98,7 +115,7 @@ def test_errors_exit_2_with_one_line_and_no_traceback(tmp_path: Path) -> None:
 def test_env_file_formats(tmp_path: Path) -> None:
     path = tmp_path / "env.txt"
     path.write_text("# printenv\nSLURM_JOB_ID=42\nexport MASTER_PORT='1234'\nnot a variable\n")
-    assert read_env_file(str(path)) == {"SLURM_JOB_ID": "42", "MASTER_PORT": "1234"}
+    assert read_env_file(str(path)) == ({"SLURM_JOB_ID": "42", "MASTER_PORT": "1234"}, {})
 
 
 def test_capture_round_trips_through_inspect(
