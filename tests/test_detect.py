@@ -15,6 +15,7 @@ from clusterenv import (
     detect_environment,
 )
 from clusterenv._detect import DETECTORS
+from clusterenv.testing import flux_env, kubeflow_env, lsf_env, mpich_env, openmpi_env, pbs_env
 from tests.envs import batch_step, salloc_shell, srun_task, torchrun_worker
 
 
@@ -87,16 +88,25 @@ def test_detection_imports_neither_torch_nor_lightning() -> None:
 
 
 # Real variable names (those of tests/envs.py's builders) with random and adversarial values.
+_PBS, _PBS_FILES = pbs_env(2, 2, torque=True)
+_LSF, _LSF_FILES = lsf_env(2, 2, 3, launch_node="batch1")
+_FILES = _PBS_FILES | _LSF_FILES
 _BASES = [
     srun_task([2, 1], 2),
     batch_step(ntasks_per_node=2, gpus_per_node=2),
     salloc_shell(),
     torchrun_worker(1),
+    openmpi_env(3, 1),
+    mpich_env(4, 3, ranks_per_node=2, master_addr="n1"),
+    flux_env(2, 2, 1, master_addr="n1"),
+    kubeflow_env(2, 1),
+    _PBS,
+    _LSF,
     {},
 ]
 _NAMES = sorted(
     {name for env in _BASES for name in env}
-    | {"CLUSTERENV_SOURCE", "SLURM_GPUS_PER_TASK", "SLURM_STEP_GPUS"}
+    | {"CLUSTERENV_SOURCE", "SLURM_GPUS_PER_TASK", "SLURM_STEP_GPUS", "MASTER_ADDR", "MASTER_PORT"}
 )
 _VALUES = st.one_of(
     st.text(max_size=12),
@@ -117,7 +127,15 @@ _VALUES = st.one_of(
             "slurm",
             "local",
             "torchelastic",
+            "mpi",
+            "flux",
+            "lsf",
+            "pbs",
+            "kubeflow",
             "none",
+            "h1 4 h2",
+            "n1\nn1\nn2\n",
+            "f2Xb8GNp3",
             "4(x99999999999)",
             "n[0-9]x[0-9]",
             "٣",
@@ -128,18 +146,27 @@ _VALUES = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(
     base=st.sampled_from(_BASES),
     changes=st.dictionaries(st.sampled_from(_NAMES), _VALUES, max_size=6),
     removed=st.sets(st.sampled_from(_NAMES), max_size=4),
+    file_text=st.one_of(st.none(), _VALUES),
 )
 def test_any_mapping_gives_a_valid_spec_or_a_clusterenv_error(
-    base: dict[str, str], changes: dict[str, str], removed: set[str]
+    base: dict[str, str], changes: dict[str, str], removed: set[str], file_text: str | None
 ) -> None:
+    """Also for any host file: the builders' own, any text, or none at all."""
     env = {k: v for k, v in (base | changes).items() if k not in removed}
+
+    def read_file(path: str) -> str:
+        text = _FILES.get(path) if file_text is None else file_text
+        if text is None:
+            raise FileNotFoundError(2, "No such file or directory", path)
+        return text
+
     try:
-        spec = detect_environment(env, gpu_probe=lambda: ("0",))
+        spec = detect_environment(env, gpu_probe=lambda: ("0",), read_file=read_file)
     except ClusterEnvError as error:
         assert "HINT:" in str(error)  # noqa: PT017 - any ClusterEnvError is fine, with a hint
         return
