@@ -36,7 +36,8 @@ def diagnose(spec: ResourceSpec, env: Mapping[str, str]) -> list[str]:
             f"this is {script}: one process, not the ranks. Fix: start them with "
             f"`{launcher} python train.py` (or `{launcher} clusterenv inspect`)"
         )
-        if spec.world_size != spec.num_nodes * spec.devices_per_node and not slurm:
+        uneven = spec.world_size != spec.num_nodes * spec.devices_per_node
+        if uneven and spec.source is not Source.SLURM:  # Slurm's: the --ntasks warning
             warnings.append(
                 f"{spec.world_size} slots over {spec.num_nodes} nodes is not the same number "
                 "on every node, which Lightning needs. Fix: request the same slots per node "
