@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
+from clusterenv._spec import Accelerator
 from clusterenv.sources.base import EnvReader, GpuProbe
 
-__all__ = ["parse_cuda_visible_devices", "probe_gpus", "visible_gpus"]
+__all__ = ["gpu_fields", "parse_cuda_visible_devices", "probe_gpus", "visible_gpus"]
 
 _INDEX = re.compile(r"[0-9]+")
 _UUID = re.compile(r"(GPU|MIG)-[0-9A-Za-z/._-]+")
@@ -73,3 +75,14 @@ def visible_gpus(reader: EnvReader, gpu_probe: GpuProbe) -> tuple[str, ...]:
         return tuple(gpu_probe())
     reader.note("visible_devices", "CUDA_VISIBLE_DEVICES")
     return parse_cuda_visible_devices(value)
+
+
+def gpu_fields(reader: EnvReader, gpu_probe: GpuProbe) -> dict[str, Any]:
+    """``accelerator``, ``gpus_per_node`` and ``visible_devices`` for a source whose GPUs
+    per node are the ones this process sees."""
+    devices = visible_gpus(reader, gpu_probe)
+    return {
+        "accelerator": Accelerator.GPU if devices else Accelerator.CPU,
+        "gpus_per_node": len(devices),
+        "visible_devices": devices,
+    }

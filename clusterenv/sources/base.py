@@ -23,6 +23,8 @@ __all__ = [
     "FileReader",
     "GpuProbe",
     "job_port",
+    "job_script_fields",
+    "main_address",
     "parse_integer",
     "rank_fields",
     "read_text_file",
@@ -166,6 +168,38 @@ def parse_integer(
 def slot_hosts(text: str) -> list[str]:
     """The host of each line of a hostfile: one line per slot, so hosts repeat."""
     return [line.split()[0] for line in text.splitlines() if line.strip()]
+
+
+def main_address(reader: EnvReader, num_nodes: int, example: str) -> str:
+    """``MASTER_ADDR``; without it the loopback address on one node, else an error."""
+    master_addr = reader.optional("master_addr", "MASTER_ADDR")
+    if master_addr is not None:
+        return master_addr
+    if num_nodes > 1:
+        raise MissingVariableError(
+            f"a launch over {num_nodes} nodes that names no main address: MASTER_ADDR is not set",
+            variables=("MASTER_ADDR",),
+            hint=f"export MASTER_ADDR as the host of rank 0 to every rank, e.g. {example}",
+        )
+    return "127.0.0.1"
+
+
+def job_script_fields(reader: EnvReader, slots: Sequence[str]) -> dict[str, Any]:
+    """The geometry a job script describes from its host file, one line per slot: what
+    the launcher (mpirun, jsrun) should start. ``slots`` must not be empty."""
+    hosts = tuple(dict.fromkeys(slots))
+    for field in ("num_nodes", "devices_per_node", "world_size"):
+        reader.origins[field] = reader.origins["hostnames"]
+    return {
+        "role": Role.BATCH,
+        "num_nodes": len(hosts),
+        "devices_per_node": slots.count(hosts[0]),
+        "world_size": len(slots),
+        "global_rank": 0,
+        "local_rank": 0,
+        "node_rank": 0,
+        "hostnames": hosts,
+    }
 
 
 def rank_fields(

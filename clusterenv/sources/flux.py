@@ -11,11 +11,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from clusterenv._gpu import visible_gpus
-from clusterenv._spec import Accelerator, Source
+from clusterenv._gpu import gpu_fields
+from clusterenv._spec import Source
 from clusterenv.exceptions import InconsistentEnvironmentError
-from clusterenv.sources.base import Detector, EnvReader, GpuProbe, job_port, rank_fields
-from clusterenv.sources.mpi import main_address
+from clusterenv.sources.base import (
+    Detector,
+    EnvReader,
+    GpuProbe,
+    job_port,
+    main_address,
+    rank_fields,
+)
 
 __all__ = ["FluxDetector"]
 
@@ -49,7 +55,7 @@ class FluxDetector(Detector):
             )
         reader.note("devices_per_node", "FLUX_JOB_SIZE", "FLUX_JOB_NNODES")
         fields = rank_fields(reader, world_size, rank, local_rank, per_node)
-        devices = visible_gpus(reader, gpu_probe)
+        gpus = gpu_fields(reader, gpu_probe)
         return {
             **fields,
             "source": self.source,
@@ -58,7 +64,5 @@ class FluxDetector(Detector):
             ),
             "master_port": reader.port(job_port(job_id), hint="export MASTER_PORT as a free port"),
             "job_id": job_id,
-            "accelerator": Accelerator.GPU if devices else Accelerator.CPU,
-            "gpus_per_node": len(devices),
-            "visible_devices": devices,
+            **gpus,
         }

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from clusterenv._gpu import visible_gpus
-from clusterenv._spec import Accelerator, Role, Source
+from clusterenv._gpu import gpu_fields
+from clusterenv._spec import Role, Source
 from clusterenv.sources.base import Detector, EnvReader, GpuProbe
 
 __all__ = ["KubeflowDetector"]
@@ -31,7 +31,7 @@ class KubeflowDetector(Detector):
         rank = reader.integer("global_rank", "RANK", hint=_HINT)
         reader.origins["num_nodes"] = reader.origins["world_size"]
         reader.origins["node_rank"] = reader.origins["global_rank"]
-        devices = visible_gpus(reader, gpu_probe)
+        gpus = gpu_fields(reader, gpu_probe)
         return {
             "source": self.source,
             "role": Role.RANK,
@@ -43,7 +43,5 @@ class KubeflowDetector(Detector):
             "node_rank": rank,
             "master_addr": reader.text("master_addr", "MASTER_ADDR", hint=_HINT),
             "master_port": reader.port(None, hint=_HINT),
-            "accelerator": Accelerator.GPU if devices else Accelerator.CPU,
-            "gpus_per_node": len(devices),
-            "visible_devices": devices,
+            **gpus,
         }

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from clusterenv._gpu import visible_gpus
-from clusterenv._spec import Accelerator, Role, Source
+from clusterenv._gpu import gpu_fields
+from clusterenv._spec import Role, Source
 from clusterenv.sources.base import Detector, EnvReader, GpuProbe
 
 __all__ = ["DEFAULT_PORT", "LocalDetector"]
@@ -29,13 +29,13 @@ class LocalDetector(Detector):
         return True
 
     def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> dict[str, Any]:
-        devices = visible_gpus(reader, gpu_probe)
+        gpus = gpu_fields(reader, gpu_probe)
         return {
             "source": self.source,
             "role": Role.STANDALONE,
             "num_nodes": 1,
-            "devices_per_node": max(1, len(devices)),
-            "world_size": max(1, len(devices)),
+            "devices_per_node": max(1, gpus["gpus_per_node"]),
+            "world_size": max(1, gpus["gpus_per_node"]),
             "global_rank": 0,
             "local_rank": 0,
             "node_rank": 0,
@@ -43,7 +43,5 @@ class LocalDetector(Detector):
             "master_port": reader.port(
                 DEFAULT_PORT, hint="export MASTER_PORT as a free TCP port, or unset it"
             ),
-            "accelerator": Accelerator.GPU if devices else Accelerator.CPU,
-            "gpus_per_node": len(devices),
-            "visible_devices": devices,
+            **gpus,
         }

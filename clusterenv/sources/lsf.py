@@ -15,14 +15,15 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from clusterenv._gpu import visible_gpus
-from clusterenv._spec import Accelerator, Role, Source
+from clusterenv._gpu import gpu_fields
+from clusterenv._spec import Source
 from clusterenv.exceptions import InvalidVariableError, MissingVariableError
 from clusterenv.sources.base import (
     Detector,
     EnvReader,
     GpuProbe,
     job_port,
+    job_script_fields,
     rank_fields,
     slot_hosts,
 )
@@ -47,23 +48,12 @@ class LsfDetector(Detector):
         if "JSM_NAMESPACE_RANK" in reader.env:
             fields = self._task(reader, hosts)
         else:  # the job script: describe what jsrun should start
-            fields = {
-                "role": Role.BATCH,
-                "num_nodes": len(hosts),
-                "devices_per_node": slots.count(hosts[0]),
-                "world_size": len(slots),
-                "global_rank": 0,
-                "local_rank": 0,
-                "node_rank": 0,
-                "hostnames": tuple(hosts),
-            }
-            for field in ("num_nodes", "devices_per_node", "world_size"):
-                reader.origins[field] = reader.origins["hostnames"]
+            fields = job_script_fields(reader, slots)
         master_addr = reader.optional("master_addr", "MASTER_ADDR")
         if master_addr is None:
             reader.origins["master_addr"] = reader.origins["hostnames"]
             master_addr = (fields["hostnames"] or hosts)[0]
-        devices = visible_gpus(reader, gpu_probe)
+        gpus = gpu_fields(reader, gpu_probe)
         return {
             **fields,
             "source": self.source,
@@ -72,9 +62,7 @@ class LsfDetector(Detector):
                 job_port(job_id), hint="export MASTER_PORT as a free TCP port"
             ),
             "job_id": job_id,
-            "accelerator": Accelerator.GPU if devices else Accelerator.CPU,
-            "gpus_per_node": len(devices),
-            "visible_devices": devices,
+            **gpus,
         }
 
     @staticmethod

@@ -25,13 +25,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from clusterenv._gpu import visible_gpus
-from clusterenv._spec import Accelerator, Source
-from clusterenv.exceptions import MissingVariableError
-from clusterenv.sources.base import Detector, EnvReader, GpuProbe, job_port, rank_fields
+from clusterenv._gpu import gpu_fields
+from clusterenv._spec import Source
+from clusterenv.sources.base import (
+    Detector,
+    EnvReader,
+    GpuProbe,
+    job_port,
+    main_address,
+    rank_fields,
+)
 from clusterenv.sources.local import DEFAULT_PORT
 
-__all__ = ["MpiDetector", "main_address"]
+__all__ = ["MpiDetector"]
 
 _RANK = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK")
 _SIZE = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE")
@@ -39,20 +45,6 @@ _LOCAL_RANK = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "MV2_COMM_WORLD_
 _LOCAL_SIZE = ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "MV2_COMM_WORLD_LOCAL_SIZE")
 _JOB = ("OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "PMI_JOBID")
 _HINT = "the MPI launcher sets this in every rank; start the ranks with mpirun/mpiexec"
-
-
-def main_address(reader: EnvReader, num_nodes: int, example: str) -> str:
-    """``MASTER_ADDR``; without it the loopback address on one node, else an error."""
-    master_addr = reader.optional("master_addr", "MASTER_ADDR")
-    if master_addr is not None:
-        return master_addr
-    if num_nodes > 1:
-        raise MissingVariableError(
-            f"a launch over {num_nodes} nodes that names no main address: MASTER_ADDR is not set",
-            variables=("MASTER_ADDR",),
-            hint=f"export MASTER_ADDR as the host of rank 0 to every rank, e.g. {example}",
-        )
-    return "127.0.0.1"
 
 
 class MpiDetector(Detector):
@@ -78,7 +70,7 @@ class MpiDetector(Detector):
             reader, fields["num_nodes"], "mpirun -x MASTER_ADDR=$(hostname) ..."
         )
         job = reader.optional("job_id", *_JOB)
-        devices = visible_gpus(reader, gpu_probe)
+        gpus = gpu_fields(reader, gpu_probe)
         return {
             **fields,
             "source": self.source,
@@ -88,7 +80,5 @@ class MpiDetector(Detector):
                 hint="export MASTER_PORT as a free TCP port to every rank",
             ),
             "job_id": job,
-            "accelerator": Accelerator.GPU if devices else Accelerator.CPU,
-            "gpus_per_node": len(devices),
-            "visible_devices": devices,
+            **gpus,
         }

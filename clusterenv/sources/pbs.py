@@ -10,14 +10,20 @@ the job id (``job_port``).
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from clusterenv._gpu import visible_gpus
-from clusterenv._spec import Accelerator, Role, Source
+from clusterenv._gpu import gpu_fields
+from clusterenv._spec import Source
 from clusterenv.exceptions import InconsistentEnvironmentError
-from clusterenv.sources.base import Detector, EnvReader, GpuProbe, job_port, slot_hosts
+from clusterenv.sources.base import (
+    Detector,
+    EnvReader,
+    GpuProbe,
+    job_port,
+    job_script_fields,
+    slot_hosts,
+)
 
 __all__ = ["PbsDetector"]
 
@@ -50,25 +56,15 @@ class PbsDetector(Detector):
                 hint="the node file and the job's node count come from one job; look for "
                 "a PBS_NODEFILE exported by hand",
             )
-        for field in ("num_nodes", "devices_per_node", "world_size"):
-            reader.note(field, "PBS_NODEFILE")
-        devices = visible_gpus(reader, gpu_probe)
+        fields = job_script_fields(reader, slots)
+        gpus = gpu_fields(reader, gpu_probe)
         return {
+            **fields,
             "source": self.source,
-            "role": Role.BATCH,
-            "num_nodes": len(hosts),
-            "devices_per_node": Counter(slots)[hosts[0]],
-            "world_size": len(slots),
-            "global_rank": 0,
-            "local_rank": 0,
-            "node_rank": 0,
             "master_addr": reader.optional("master_addr", "MASTER_ADDR") or hosts[0],
             "master_port": reader.port(
                 job_port(job_id), hint="export MASTER_PORT as a free TCP port"
             ),
             "job_id": job_id,
-            "hostnames": tuple(hosts),
-            "accelerator": Accelerator.GPU if devices else Accelerator.CPU,
-            "gpus_per_node": len(devices),
-            "visible_devices": devices,
+            **gpus,
         }

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from clusterenv._gpu import visible_gpus
-from clusterenv._spec import Accelerator, Role, Source
+from clusterenv._gpu import gpu_fields
+from clusterenv._spec import Role, Source
 from clusterenv.sources.base import Detector, EnvReader, GpuProbe
 
 __all__ = ["TorchElasticDetector"]
@@ -33,7 +33,7 @@ class TorchElasticDetector(Detector):
         def integer(field: str, name: str, minimum: int = 0) -> int:
             return reader.integer(field, name, hint=_HINT, minimum=minimum)
 
-        devices = visible_gpus(reader, gpu_probe)
+        gpus = gpu_fields(reader, gpu_probe)
         local_world_size = integer("devices_per_node", "LOCAL_WORLD_SIZE", minimum=1)
         run_id = reader.env.get("TORCHELASTIC_RUN_ID", "").strip()
         if run_id not in ("", "none"):
@@ -50,7 +50,5 @@ class TorchElasticDetector(Detector):
             "master_addr": reader.text("master_addr", "MASTER_ADDR", hint=_HINT),
             "master_port": reader.port(None, hint=_HINT),
             "job_id": run_id if run_id not in ("", "none") else None,
-            "accelerator": Accelerator.GPU if devices else Accelerator.CPU,
-            "gpus_per_node": len(devices),
-            "visible_devices": devices,
+            **gpus,
         }
