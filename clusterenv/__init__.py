@@ -8,16 +8,19 @@
 Importing clusterenv never imports torch or lightning.
 """
 
-from clusterenv._detect import detect_environment
-from clusterenv._probe import ProbeError, ProbeReport, probe
+from clusterenv._detect import Detection, detect_environment, explain_environment
+from clusterenv._probe import ProbeReport, probe
+from clusterenv._rank_zero import is_rank_zero, rank_zero_only, rank_zero_print
 from clusterenv._spec import Accelerator, ResourceSpec, Role, Source
 from clusterenv.exceptions import (
     ClusterEnvError,
     HostlistError,
     InconsistentEnvironmentError,
     InvalidVariableError,
+    LaunchMismatchError,
     MissingDependencyError,
     MissingVariableError,
+    ProbeError,
 )
 from clusterenv.hostlist import compress_hostlist, expand_hostlist, first_host
 
@@ -26,9 +29,11 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "Accelerator",
     "ClusterEnvError",
+    "Detection",
     "HostlistError",
     "InconsistentEnvironmentError",
     "InvalidVariableError",
+    "LaunchMismatchError",
     "MissingDependencyError",
     "MissingVariableError",
     "ProbeError",
@@ -40,6 +45,10 @@ __all__ = [
     "compress_hostlist",
     "detect_environment",
     "expand_hostlist",
+    "explain_environment",
     "first_host",
+    "is_rank_zero",
     "probe",
+    "rank_zero_only",
+    "rank_zero_print",
 ]

@@ -15,17 +15,22 @@ from clusterenv import __version__
 from clusterenv._capture import launcher_variables
 from clusterenv._detect import explain_environment
 from clusterenv._diagnose import diagnose
-from clusterenv._probe import DEFAULT_TIMEOUT, ProbeError, probe
-from clusterenv._spec import ResourceSpec
-from clusterenv.exceptions import ClusterEnvError
+from clusterenv._probe import DEFAULT_TIMEOUT, probe
+from clusterenv._reader import read_text_file
+from clusterenv._spec import ResourceSpec, Source
+from clusterenv.exceptions import ClusterEnvError, ProbeError
 from clusterenv.hostlist import compress_hostlist
-from clusterenv.sources.base import read_text_file
 
 __all__ = ["main"]
 
-FIELDS = """fields:
-  source            the scheduler or launcher detected (slurm, torchelastic, mpi,
-                    flux, lsf, pbs, kubeflow, local)
+_SOURCES = textwrap.fill(
+    f"the scheduler or launcher detected ({', '.join(source.value for source in Source)})",
+    width=80,
+    initial_indent=" " * 20,
+    subsequent_indent=" " * 20,
+).lstrip()
+FIELDS = f"""fields:
+  source            {_SOURCES}
   role              rank: one task of a launch; batch: an sbatch script body;
                     shell: the salloc shell; standalone: no launcher
   nodes             nodes in this step (or allocation)

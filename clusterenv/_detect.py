@@ -1,4 +1,4 @@
-"""Choosing a source and building the spec: the only place that knows their priority."""
+"""Choosing a source and building the spec; the priority is :class:`~clusterenv.Source`'s order."""
 
 from __future__ import annotations
 
@@ -9,36 +9,15 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from clusterenv._gpu import probe_gpus
+from clusterenv._reader import EnvReader, FileReader, GpuProbe, read_text_file
 from clusterenv._spec import ResourceSpec, Source
 from clusterenv.exceptions import InconsistentEnvironmentError, InvalidVariableError
-from clusterenv.sources.base import Detector, EnvReader, FileReader, GpuProbe, read_text_file
-from clusterenv.sources.flux import FluxDetector
-from clusterenv.sources.kubeflow import KubeflowDetector
-from clusterenv.sources.local import LocalDetector
-from clusterenv.sources.lsf import LsfDetector
-from clusterenv.sources.mpi import MpiDetector
-from clusterenv.sources.pbs import PbsDetector
-from clusterenv.sources.slurm import SlurmDetector
-from clusterenv.sources.torchelastic import TorchElasticDetector
+from clusterenv.sources import DETECTORS, Detector
 
-__all__ = ["DETECTORS", "FORCE_VARIABLE", "Detection", "detect_environment", "explain_environment"]
+__all__ = ["FORCE_VARIABLE", "Detection", "detect_environment", "explain_environment"]
 
 #: Names a source to use regardless of what else is set; ``local`` ignores every scheduler.
 FORCE_VARIABLE = "CLUSTERENV_SOURCE"
-
-#: Highest priority first. The launchers (torchrun, mpirun) win over the schedulers:
-#: inside an allocation it is they that started this process. Kubeflow's variables are
-#: generic (RANK, WORLD_SIZE), so it comes after every scheduler; local always matches.
-DETECTORS: tuple[Detector, ...] = (
-    TorchElasticDetector(),
-    MpiDetector(),
-    SlurmDetector(),
-    FluxDetector(),
-    LsfDetector(),
-    PbsDetector(),
-    KubeflowDetector(),
-    LocalDetector(),
-)
 
 
 def _choose(env: Mapping[str, str]) -> Detector:
@@ -106,7 +85,7 @@ def explain_environment(
         involved = (names for field, names in reader.origins.items() if f"{field}=" in problems)
         used = tuple(dict.fromkeys(name for names in involved for name in names))
         raise InconsistentEnvironmentError(
-            f"the {fields['source'].value} environment is contradictory: {problems}",
+            f"the {detector.source.value} environment is contradictory: {problems}",
             variables=used,
             hint="these variables are set by the launcher together; look for ones set by hand "
             "or inherited from an outer job",

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
 
-from clusterenv._spec import Accelerator
-from clusterenv.sources.base import EnvReader, GpuProbe
+from clusterenv._reader import EnvReader, GpuProbe
+from clusterenv._spec import Accelerator, Fields
 
 __all__ = ["gpu_fields", "parse_cuda_visible_devices", "probe_gpus", "visible_gpus"]
 
@@ -77,7 +76,7 @@ def visible_gpus(reader: EnvReader, gpu_probe: GpuProbe) -> tuple[str, ...]:
     return parse_cuda_visible_devices(value)
 
 
-def gpu_fields(reader: EnvReader, gpu_probe: GpuProbe) -> dict[str, Any]:
+def gpu_fields(reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
     """``accelerator``, ``gpus_per_node`` and ``visible_devices`` for a source whose GPUs
     per node are the ones this process sees."""
     devices = visible_gpus(reader, gpu_probe)

@@ -30,22 +30,15 @@ from typing import Any
 
 from clusterenv._detect import explain_environment
 from clusterenv._diagnose import launcher_for
-from clusterenv._spec import ResourceSpec, Role, Source
-from clusterenv.exceptions import ClusterEnvError
+from clusterenv._spec import ResourceSpec, Role
+from clusterenv.exceptions import ProbeError
+from clusterenv.sources import detector_for
 
-__all__ = ["ProbeError", "ProbeReport", "probe", "probe_port"]
+__all__ = ["ProbeReport", "probe", "probe_port"]
 
 DEFAULT_TIMEOUT = 30.0
 _AGREED = ("world_size", "num_nodes", "master_addr", "master_port", "job_id")
 _RETRY_S = 0.2
-
-
-class ProbeError(ClusterEnvError):
-    """The ranks of the launch cannot all reach rank 0, or they disagree about the job."""
-
-    def __init__(self, message: str, *, hint: str, report: ProbeReport | None = None) -> None:
-        super().__init__(message, hint=hint)
-        self.report = report
 
 
 @dataclass
@@ -160,8 +153,8 @@ def _torch_distributed(spec: ResourceSpec, backend: str, timeout: float) -> None
 
 
 def probe_port(spec: ResourceSpec) -> int:
-    """The main port, or under torchrun (whose agent's store holds it) the one next to it."""
-    if spec.source is not Source.TORCHELASTIC:
+    """The main port, or where the launcher holds it (torchrun's agent store) the next one."""
+    if not detector_for(spec.source).holds_main_port:
         return spec.master_port
     return spec.master_port + 1 if spec.master_port < 65535 else spec.master_port - 1
 
@@ -241,7 +234,8 @@ def _serve(
     if not report.ok:
         raise ProbeError(
             "the launch is broken:\n" + "\n".join(f"  - {p}" for p in report.problems),
-            hint="fix the first problem listed; `srun clusterenv inspect` shows each task",
+            hint="fix the first problem listed; `clusterenv inspect` in each rank shows what "
+            "it got",
             report=report,
         )
     return report
@@ -365,6 +359,6 @@ def _client(spec: ResourceSpec, deadline: float, timeout: float, *, taken: bool)
         raise ProbeError(
             f"rank {spec.global_rank}: rank 0 reports a broken launch:\n"
             + "\n".join(f"  - {problem}" for problem in verdict["problems"]),
-            hint="see rank 0's table; `srun clusterenv inspect` shows each task",
+            hint="see rank 0's table; `clusterenv inspect` in each rank shows what it got",
         )
     return ProbeReport(spec)

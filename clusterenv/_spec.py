@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated
+from typing import Annotated, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
-__all__ = ["Accelerator", "ResourceSpec", "Role", "Source"]
+__all__ = ["Accelerator", "Fields", "ResourceSpec", "Role", "Source"]
 
 
 class Source(str, Enum):
-    """Where the description came from: the scheduler or launcher that was detected."""
+    """Where the description came from: the scheduler or launcher that was detected.
 
-    SLURM = "slurm"
+    This is the registry of sources: each member names its module in
+    :mod:`clusterenv.sources`, and the declaration order is the detection priority,
+    highest first. The launchers (torchrun, mpirun) win over the schedulers: inside an
+    allocation it is they that started this process. Kubeflow's variables are generic
+    (``RANK``, ``WORLD_SIZE``), so it comes after every scheduler; local always matches.
+    """
+
     TORCHELASTIC = "torchelastic"
     MPI = "mpi"
+    SLURM = "slurm"
     FLUX = "flux"
     LSF = "lsf"
     PBS = "pbs"
@@ -39,6 +46,26 @@ class Role(str, Enum):
 class Accelerator(str, Enum):
     GPU = "gpu"
     CPU = "cpu"
+
+
+class Fields(TypedDict, total=False):
+    """What a source reads: the fields of :class:`~clusterenv.ResourceSpec`, typed."""
+
+    source: Source
+    role: Role
+    num_nodes: int
+    devices_per_node: int
+    world_size: int
+    global_rank: int
+    local_rank: int
+    node_rank: int
+    master_addr: str
+    master_port: int
+    job_id: str | None
+    hostnames: tuple[str, ...]
+    accelerator: Accelerator
+    gpus_per_node: int
+    visible_devices: tuple[str, ...]
 
 
 _Count = Annotated[int, Field(ge=1)]

@@ -10,20 +10,30 @@ to do about it::
     ├── InvalidVariableError           a variable is set but its value cannot be parsed
     │   └── HostlistError              a Slurm hostlist is malformed
     ├── InconsistentEnvironmentError   values parse, but contradict each other
+    ├── LaunchMismatchError            a framework's settings (Lightning's num_nodes,
+    │                                  devices) contradict the launch
+    ├── ProbeError                     `clusterenv probe`: the ranks cannot all reach rank 0,
+    │                                  or they disagree about the job
     └── MissingDependencyError         an optional package (Lightning) is not installed
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from clusterenv._probe import ProbeReport
 
 __all__ = [
     "ClusterEnvError",
     "HostlistError",
     "InconsistentEnvironmentError",
     "InvalidVariableError",
+    "LaunchMismatchError",
     "MissingDependencyError",
     "MissingVariableError",
+    "ProbeError",
 ]
 
 
@@ -59,3 +69,19 @@ class InconsistentEnvironmentError(ClusterEnvError):
 
 class MissingDependencyError(ClusterEnvError, ImportError):
     """An optional dependency (e.g. Lightning for :mod:`clusterenv.lightning`) is missing."""
+
+
+class LaunchMismatchError(ClusterEnvError):
+    """A framework setting (Lightning's ``num_nodes``/``devices``) contradicts the launch:
+    training would hang at the first collective instead of failing."""
+
+
+class ProbeError(ClusterEnvError):
+    """The ranks of the launch cannot all reach rank 0, or they disagree about the job.
+
+    ``report`` is rank 0's table of what it saw (``None`` on the other ranks).
+    """
+
+    def __init__(self, message: str, *, hint: str, report: ProbeReport | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.report = report

@@ -74,7 +74,7 @@ def test_pbs_job_script_with_uneven_slots(tmp_path: Path) -> None:
     code, out = inspect(tmp_path, {"PBS_JOBID": "77.pbs01", "PBS_NODEFILE": str(nodefile)})
     text = " ".join(out.split())
     assert code == 0
-    assert "job script of a PBS job: one process, not the ranks" in text
+    assert "job script of a PBS job (job 77.pbs01): one process, not the ranks" in text
     assert "3 slots over 2 nodes is not the same number on every node" in text
 
 

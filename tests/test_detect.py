@@ -24,9 +24,11 @@ def test_public_api() -> None:
         [
             "Accelerator",
             "ClusterEnvError",
+            "Detection",
             "HostlistError",
             "InconsistentEnvironmentError",
             "InvalidVariableError",
+            "LaunchMismatchError",
             "MissingDependencyError",
             "MissingVariableError",
             "ProbeError",
@@ -38,8 +40,12 @@ def test_public_api() -> None:
             "compress_hostlist",
             "detect_environment",
             "expand_hostlist",
+            "explain_environment",
             "first_host",
+            "is_rank_zero",
             "probe",
+            "rank_zero_only",
+            "rank_zero_print",
         ]
     )
     assert issubclass(ClusterEnvError, ValueError)

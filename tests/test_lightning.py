@@ -14,6 +14,7 @@ import pytest
 
 import clusterenv.lightning as cl
 from clusterenv import ClusterEnvError, MissingDependencyError, ResourceSpec, detect_environment
+from clusterenv.lightning._kwargs import parse_devices
 from tests.envs import batch_step, salloc_shell, srun_task, torchrun_worker
 
 PACKAGES: list[cl.Package] = ["lightning", "pytorch_lightning"]
@@ -142,7 +143,7 @@ def test_evaluation_turns_the_sampler_off_and_overrides_pass_through() -> None:
 def test_add_trainer_args_is_neural_lam_compatible(argv: list[str], devices: Any) -> None:
     args = cl.add_trainer_args(argparse.ArgumentParser()).parse_args(argv)
     assert args.num_nodes is None
-    assert cl._parse_devices(args.devices) == devices
+    assert parse_devices(args.devices) == devices
 
 
 def test_arguments_come_from_parsed_args(in_env: Any) -> None:

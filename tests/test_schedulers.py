@@ -16,7 +16,7 @@ from clusterenv import (
     detect_environment,
 )
 from clusterenv._capture import launcher_variables
-from clusterenv.sources.base import PORT_BASE, PORT_SPAN, job_port
+from clusterenv.sources._geometry import PORT_BASE, PORT_SPAN, job_port
 from clusterenv.testing import (
     flux_env,
     kubeflow_env,

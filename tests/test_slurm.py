@@ -13,7 +13,7 @@ from clusterenv import (
     ResourceSpec,
     detect_environment,
 )
-from clusterenv.sources.base import PORT_BASE, PORT_SPAN
+from clusterenv.sources._geometry import PORT_BASE, PORT_SPAN
 from clusterenv.sources.slurm import parse_gpu_count
 from tests.envs import batch_step, salloc_shell, srun_task
 

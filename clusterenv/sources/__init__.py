@@ -1,1 +1,32 @@
-"""One module per scheduler or launcher, all behind :class:`~clusterenv.sources.base.Detector`."""
+"""The sources: one module per scheduler or launcher, each owning all that clusterenv knows
+about it (variables, roles, launcher, hints, diagnostics). Internal: not part of the public
+API; docs/adding-a-source.md walks through adding one.
+
+The registry is :class:`~clusterenv.Source`: each member names its module here
+(``Source.SLURM`` -> ``slurm.py``, whose ``DETECTOR`` is the instance), in priority order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from importlib import import_module
+
+from clusterenv._spec import Source
+from clusterenv.sources._detector import Detector, Fields, Hints, Roles
+
+__all__ = ["DETECTORS", "Detector", "Fields", "Hints", "Roles", "detector_for", "present"]
+
+#: Every source, highest priority first.
+DETECTORS: tuple[Detector, ...] = tuple(
+    import_module(f"{__name__}.{source.value}").DETECTOR for source in Source
+)
+
+
+def detector_for(source: Source) -> Detector:
+    """The detector of ``source``."""
+    return DETECTORS[list(Source).index(source)]
+
+
+def present(env: Mapping[str, str]) -> list[Detector]:
+    """The sources whose variables ``env`` has (local, always present, last)."""
+    return [detector for detector in DETECTORS if detector.present(env)]

@@ -9,33 +9,35 @@ from the job id.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from clusterenv._gpu import gpu_fields
+from clusterenv._reader import EnvReader, GpuProbe
 from clusterenv._spec import Source
 from clusterenv.exceptions import InconsistentEnvironmentError
-from clusterenv.sources.base import (
-    Detector,
-    EnvReader,
-    GpuProbe,
-    job_port,
-    main_address,
-    rank_fields,
-)
+from clusterenv.sources._detector import Detector, Fields, Hints
+from clusterenv.sources._geometry import job_port, main_address, rank_fields
 
-__all__ = ["FluxDetector"]
+__all__ = ["DETECTOR", "FluxDetector"]
 
 _HINT = "Flux sets this in every task; start the ranks with flux run"
 
 
 class FluxDetector(Detector):
     source = Source.FLUX
+    name = "Flux"
     reason = "FLUX_JOB_ID and FLUX_TASK_RANK are set: a Flux task"
+    variables = ("FLUX_",)
+    launcher = "flux run"
+    hints = Hints(
+        num_nodes="change flux run -N",
+        devices="change flux run --tasks-per-node",
+        uneven="flux run -N NODES --tasks-per-node N",
+    )
 
     def present(self, env: Mapping[str, str]) -> bool:
         return "FLUX_JOB_ID" in env and "FLUX_TASK_RANK" in env
 
-    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> dict[str, Any]:
+    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
         def integer(field: str, name: str, minimum: int = 0) -> int:
             return reader.integer(field, name, hint=_HINT, minimum=minimum)
 
@@ -66,3 +68,6 @@ class FluxDetector(Detector):
             "job_id": job_id,
             **gpus,
         }
+
+
+DETECTOR = FluxDetector()

@@ -7,30 +7,38 @@ rank. With torchrun inside the pods, torchrun's variables win (torchelastic sour
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from clusterenv._gpu import gpu_fields
-from clusterenv._spec import Role, Source
-from clusterenv.sources.base import Detector, EnvReader, GpuProbe
+from clusterenv._reader import EnvReader, GpuProbe
+from clusterenv._spec import ResourceSpec, Role, Source
+from clusterenv.sources._detector import Detector, Fields, Hints, Roles
 
-__all__ = ["KubeflowDetector"]
+__all__ = ["DETECTOR", "KubeflowDetector"]
 
 _HINT = "the Kubeflow training operator sets this in every PyTorchJob pod"
 
 
 class KubeflowDetector(Detector):
     source = Source.KUBEFLOW
+    name = "Kubeflow"
     reason = "KUBERNETES_SERVICE_HOST, RANK and WORLD_SIZE are set: a PyTorchJob pod"
+    variables = ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "RANK", "WORLD_SIZE")
+    roles = Roles(rank="the PyTorchJob")
+    hints = Hints(
+        num_nodes="change the PyTorchJob's replicas",
+        devices="run torchrun --nproc_per_node=N in each pod (nprocPerNode)",
+        uneven="give every pod the same nprocPerNode",
+    )
 
     def present(self, env: Mapping[str, str]) -> bool:
         return all(name in env for name in ("KUBERNETES_SERVICE_HOST", "RANK", "WORLD_SIZE"))
 
-    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> dict[str, Any]:
+    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
         world_size = reader.integer("world_size", "WORLD_SIZE", hint=_HINT, minimum=1)
         rank = reader.integer("global_rank", "RANK", hint=_HINT)
-        reader.origins["num_nodes"] = reader.origins["world_size"]
-        reader.origins["node_rank"] = reader.origins["global_rank"]
+        reader.derive("num_nodes", "world_size")
+        reader.derive("node_rank", "global_rank")
         gpus = gpu_fields(reader, gpu_probe)
         return {
             "source": self.source,
@@ -45,3 +53,17 @@ class KubeflowDetector(Detector):
             "master_port": reader.port(None, hint=_HINT),
             **gpus,
         }
+
+    def diagnose(
+        self, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]
+    ) -> list[str]:
+        if spec.source is not self.source or len(spec.visible_devices) < 2:
+            return []
+        return [
+            f"this pod sees {len(spec.visible_devices)} GPUs but the PyTorchJob starts one "
+            "process per pod, so all but one GPU stay idle. Fix: run torchrun "
+            f"--nproc_per_node={len(spec.visible_devices)} in the pod (nprocPerNode)"
+        ]
+
+
+DETECTOR = KubeflowDetector()

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from clusterenv._gpu import gpu_fields
+from clusterenv._reader import EnvReader, GpuProbe
 from clusterenv._spec import Role, Source
-from clusterenv.sources.base import Detector, EnvReader, GpuProbe
+from clusterenv.sources._detector import Detector, Fields, Roles
 
-__all__ = ["DEFAULT_PORT", "LocalDetector"]
+__all__ = ["DEFAULT_PORT", "DETECTOR", "LocalDetector"]
 
 #: torch.distributed's customary default, used when ``MASTER_PORT`` is not set.
 DEFAULT_PORT = 29500
@@ -23,12 +23,15 @@ class LocalDetector(Detector):
     """
 
     source = Source.LOCAL
+    name = "local"
     reason = "no scheduler or launcher variables are set"
+    variables = ("MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS")
+    roles = Roles(standalone="a local run without a launcher")
 
     def present(self, env: Mapping[str, str]) -> bool:
         return True
 
-    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> dict[str, Any]:
+    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
         gpus = gpu_fields(reader, gpu_probe)
         return {
             "source": self.source,
@@ -45,3 +48,6 @@ class LocalDetector(Detector):
             ),
             **gpus,
         }
+
+
+DETECTOR = LocalDetector()

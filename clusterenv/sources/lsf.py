@@ -12,23 +12,22 @@ The main address is ``MASTER_ADDR`` or the first compute host.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from clusterenv._gpu import gpu_fields
-from clusterenv._spec import Source
+from clusterenv._reader import EnvReader, GpuProbe
+from clusterenv._spec import ResourceSpec, Source
 from clusterenv.exceptions import InvalidVariableError, MissingVariableError
-from clusterenv.sources.base import (
-    Detector,
-    EnvReader,
-    GpuProbe,
+from clusterenv.sources._detector import Detector, Fields, Hints, Roles
+from clusterenv.sources._geometry import (
     job_port,
     job_script_fields,
     rank_fields,
     slot_hosts,
+    uneven_slots,
 )
 
-__all__ = ["LsfDetector"]
+__all__ = ["DETECTOR", "LsfDetector"]
 
 _HINT = "LSF sets this in the job; run inside bsub"
 _JSM_HINT = "jsrun sets this in every task; start the ranks with jsrun"
@@ -36,23 +35,33 @@ _JSM_HINT = "jsrun sets this in every task; start the ranks with jsrun"
 
 class LsfDetector(Detector):
     source = Source.LSF
+    name = "LSF"
     reason = "LSB_JOBID is set: inside an LSF job"
+    variables = ("LSB_", "LSF_", "JSM_")
+    launcher = "jsrun"
+    roles = Roles(batch="the job script of an LSF job (job{job})")
+    hints = Hints(
+        num_nodes="change bsub -nnodes / jsrun -n",
+        devices="change the tasks per resource set (jsrun -a, -r)",
+        uneven="request the same slots per host (LSF span[ptile=P])",
+    )
 
     def present(self, env: Mapping[str, str]) -> bool:
         return "LSB_JOBID" in env
 
-    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> dict[str, Any]:
+    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
         job_id = reader.text("job_id", "LSB_JOBID", hint=_HINT)
         slots = self._slots(reader)
         hosts = list(dict.fromkeys(slots))
+        fields: Fields
         if "JSM_NAMESPACE_RANK" in reader.env:
             fields = self._task(reader, hosts)
         else:  # the job script: describe what jsrun should start
             fields = job_script_fields(reader, slots)
         master_addr = reader.optional("master_addr", "MASTER_ADDR")
         if master_addr is None:
-            reader.origins["master_addr"] = reader.origins["hostnames"]
-            master_addr = (fields["hostnames"] or hosts)[0]
+            reader.derive("master_addr", "hostnames")
+            master_addr = (fields.get("hostnames") or hosts)[0]
         gpus = gpu_fields(reader, gpu_probe)
         return {
             **fields,
@@ -98,7 +107,7 @@ class LsfDetector(Detector):
         return slots
 
     @staticmethod
-    def _task(reader: EnvReader, hosts: list[str]) -> dict[str, Any]:
+    def _task(reader: EnvReader, hosts: list[str]) -> Fields:
         def integer(field: str, name: str, minimum: int = 0) -> int:
             return reader.integer(field, name, hint=_JSM_HINT, minimum=minimum)
 
@@ -110,3 +119,11 @@ class LsfDetector(Detector):
         num_nodes = fields["num_nodes"]
         compute = hosts[1:] if len(hosts) == num_nodes + 1 else hosts  # a launch node left
         return {**fields, "hostnames": tuple(compute) if len(compute) == num_nodes else ()}
+
+    def diagnose(
+        self, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]
+    ) -> list[str]:
+        return uneven_slots(spec, "LSF span[ptile=P]") if spec.source is self.source else []
+
+
+DETECTOR = LsfDetector()

@@ -22,22 +22,16 @@ names no job).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from clusterenv._gpu import gpu_fields
-from clusterenv._spec import Source
-from clusterenv.sources.base import (
-    Detector,
-    EnvReader,
-    GpuProbe,
-    job_port,
-    main_address,
-    rank_fields,
-)
+from clusterenv._reader import EnvReader, GpuProbe
+from clusterenv._spec import ResourceSpec, Source
+from clusterenv.sources._detector import Detector, Fields, Hints
+from clusterenv.sources._geometry import job_port, main_address, rank_fields
 from clusterenv.sources.local import DEFAULT_PORT
 
-__all__ = ["MpiDetector"]
+__all__ = ["DETECTOR", "MpiDetector"]
 
 _RANK = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK")
 _SIZE = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE")
@@ -49,7 +43,15 @@ _HINT = "the MPI launcher sets this in every rank; start the ranks with mpirun/m
 
 class MpiDetector(Detector):
     source = Source.MPI
+    name = "MPI"
     reason = "MPI rank variables are set (OMPI_COMM_WORLD_*, PMI_*, MV2_*): an mpirun rank"
+    variables = ("OMPI_", "PMI_", "PMIX_", "MPI_", "MV2_")
+    launcher = "mpirun"
+    hints = Hints(
+        num_nodes="change the hosts mpirun starts ranks on (-H / --hostfile)",
+        devices="change the ranks per node (mpirun --map-by ppr:N:node)",
+        uneven="start the same number of ranks on every node (mpirun --map-by ppr:N:node)",
+    )
 
     def present(self, env: Mapping[str, str]) -> bool:
         if any(name in env for name in ("OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK")):
@@ -57,7 +59,7 @@ class MpiDetector(Detector):
         hydra = "MPI_LOCALRANKID" in env  # srun's PMI plugins do not set it
         return hydra or ("SLURM_STEP_ID" not in env and ("PMI_RANK" in env or "PMIX_RANK" in env))
 
-    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> dict[str, Any]:
+    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
         def integer(field: str, names: tuple[str, ...], minimum: int = 0) -> int:
             return reader.integer(field, *names, hint=_HINT, minimum=minimum)
 
@@ -82,3 +84,27 @@ class MpiDetector(Detector):
             "job_id": job,
             **gpus,
         }
+
+    def diagnose(
+        self, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]
+    ) -> list[str]:
+        if spec.source is not self.source:
+            return []
+        warnings = [
+            f"mpirun inside a {other.name} job: no MPI variable names the node, so "
+            "each rank's node is derived assuming the same number of ranks per node. Fix: "
+            f"{other.hints.mpi}"
+            for other in present
+            if other.hints.mpi
+        ]
+        if spec.job_id is None and spec.world_size > 1 and "MASTER_PORT" not in env:
+            # MPICH's hydra names no job to derive a port from.
+            warnings.append(
+                "neither MASTER_PORT nor a job id is set, so the ranks meet on the default port "
+                f"{spec.master_port}; two such jobs on one node collide. Fix: export "
+                "MASTER_PORT (a port unique to the job) to every rank"
+            )
+        return warnings
+
+
+DETECTOR = MpiDetector()

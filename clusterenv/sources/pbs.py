@@ -10,34 +10,37 @@ the job id (``job_port``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from clusterenv._gpu import gpu_fields
-from clusterenv._spec import Source
+from clusterenv._reader import EnvReader, GpuProbe
+from clusterenv._spec import ResourceSpec, Source
 from clusterenv.exceptions import InconsistentEnvironmentError
-from clusterenv.sources.base import (
-    Detector,
-    EnvReader,
-    GpuProbe,
-    job_port,
-    job_script_fields,
-    slot_hosts,
-)
+from clusterenv.sources._detector import Detector, Fields, Hints, Roles
+from clusterenv.sources._geometry import job_port, job_script_fields, slot_hosts, uneven_slots
 
-__all__ = ["PbsDetector"]
+__all__ = ["DETECTOR", "PbsDetector"]
 
 _HINT = "PBS sets this in the job; run inside qsub (or qsub -I)"
 
 
 class PbsDetector(Detector):
     source = Source.PBS
+    name = "PBS"
     reason = "PBS_JOBID is set: inside a PBS / Torque job"
+    variables = ("PBS_", "NCPUS")
+    launcher = "mpirun"
+    roles = Roles(batch="the job script of a PBS job (job{job})")
+    hints = Hints(
+        num_nodes="change the job's select=N (Torque: nodes=N)",
+        devices="change mpiprocs=P in the select statement (Torque: ppn=P)",
+        uneven="request the same slots per node (PBS select=N:mpiprocs=P)",
+    )
 
     def present(self, env: Mapping[str, str]) -> bool:
         return "PBS_JOBID" in env
 
-    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> dict[str, Any]:
+    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
         job_id = reader.text("job_id", "PBS_JOBID", hint=_HINT)
         text = reader.file("hostnames", "PBS_NODEFILE", hint=_HINT)
         slots = slot_hosts(text)
@@ -58,13 +61,27 @@ class PbsDetector(Detector):
             )
         fields = job_script_fields(reader, slots)
         gpus = gpu_fields(reader, gpu_probe)
+        master_addr = reader.optional("master_addr", "MASTER_ADDR")
+        if master_addr is None:
+            reader.derive("master_addr", "hostnames")
+            master_addr = hosts[0]
         return {
             **fields,
             "source": self.source,
-            "master_addr": reader.optional("master_addr", "MASTER_ADDR") or hosts[0],
+            "master_addr": master_addr,
             "master_port": reader.port(
                 job_port(job_id), hint="export MASTER_PORT as a free TCP port"
             ),
             "job_id": job_id,
             **gpus,
         }
+
+    def diagnose(
+        self, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]
+    ) -> list[str]:
+        if spec.source is not self.source:
+            return []
+        return uneven_slots(spec, "PBS select=N:mpiprocs=P, Torque nodes=N:ppn=P")
+
+
+DETECTOR = PbsDetector()

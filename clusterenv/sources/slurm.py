@@ -19,20 +19,23 @@ port is ``MASTER_PORT`` or derived from the job id (:func:`~clusterenv.sources.b
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from clusterenv._gpu import visible_gpus
-from clusterenv._spec import Accelerator, Role, Source
+from clusterenv._reader import EnvReader, GpuProbe, parse_integer
+from clusterenv._spec import Accelerator, ResourceSpec, Role, Source
 from clusterenv.exceptions import InconsistentEnvironmentError, InvalidVariableError
 from clusterenv.hostlist import count_hosts, expand_hostlist
-from clusterenv.sources.base import Detector, EnvReader, GpuProbe, job_port, parse_integer
+from clusterenv.sources._detector import Detector, Fields, Hints, Roles
+from clusterenv.sources._geometry import job_port
 
-__all__ = ["SlurmDetector", "TaskLayout", "parse_gpu_count"]
+__all__ = ["DETECTOR", "SlurmDetector", "TaskLayout", "parse_gpu_count"]
 
 _HINT = "Slurm sets this inside a job; run the script under sbatch, salloc or srun"
 _STEP_HINT = "Slurm sets this in every srun task; launch the ranks with srun"
 _GPU_ITEM = re.compile(r"(?:[A-Za-z0-9_.-]+:){0,2}([0-9]+)")
+# Ports that many scripts hard-code: two jobs sharing a node then collide.
+_COMMON_PORTS = frozenset({12910, 29500, 1234, 12345})
 _TASKS_ITEM = re.compile(r"([0-9]+)(?:\(x([0-9]+)\))?")
 
 
@@ -81,28 +84,45 @@ class TaskLayout:
 
 class SlurmDetector(Detector):
     source = Source.SLURM
+    name = "Slurm"
     reason = "SLURM_JOB_ID is set: inside a Slurm job"
+    variables = ("SLURM_", "SLURMD_", "ENVIRONMENT")
+    launcher = "srun"
+    roles = Roles(
+        rank="the srun step of job{job}",
+        batch="the batch step of an sbatch script (job{job})",
+        shell="the salloc shell of job{job}",
+    )
+    hints = Hints(
+        num_nodes="change #SBATCH --nodes / srun -N",
+        devices="start one task per device: #SBATCH --ntasks-per-node=N with --gpus-per-node=N",
+        uneven="use --ntasks-per-node instead of --ntasks",
+        gpus="let every task see all GPUs of its node (srun --gpu-bind=none, "
+        "--gpus-per-node instead of --gpus-per-task)",
+        mpi="srun --mpi=pmix (Slurm then names the nodes), or keep --ntasks-per-node",
+    )
+    lightning_base = "SLURMEnvironment"
 
     def present(self, env: Mapping[str, str]) -> bool:
         return "SLURM_JOB_ID" in env or "SLURM_JOBID" in env
 
-    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> dict[str, Any]:
+    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
         job_id = reader.text("job_id", "SLURM_JOB_ID", "SLURM_JOBID", hint=_HINT)
         # Slurm's job ids are integers: anything else was set by hand.
-        parse_integer(reader.origins["job_id"][0], job_id, hint=_HINT)
-        fields = self._step(reader) if "SLURM_STEP_ID" in reader.env else self._allocation(reader)
+        parse_integer(reader.first("job_id"), job_id, hint=_HINT)
+        step = "SLURM_STEP_ID" in reader.env
+        fields, slurm_gpus = self._step(reader) if step else self._allocation(reader)
         if fields["role"] is Role.SHELL:
             devices: tuple[str, ...] = ()  # the shell runs on the submit host, not on a node
-            gpus = fields.pop("gpus_per_node") or 0
+            gpus = slurm_gpus or 0
         else:
             devices = visible_gpus(reader, gpu_probe)
-            gpus = fields.pop("gpus_per_node")
-            if gpus is None:
-                reader.origins["gpus_per_node"] = reader.origins.get("visible_devices", ())
-                gpus = len(devices)
+            if slurm_gpus is None:
+                reader.derive("gpus_per_node", "visible_devices")
+            gpus = len(devices) if slurm_gpus is None else slurm_gpus
         master_addr = reader.optional("master_addr", "MASTER_ADDR")
         if master_addr is None:
-            reader.origins["master_addr"] = reader.origins["hostnames"]
+            reader.derive("master_addr", "hostnames")
             master_addr = fields["hostnames"][0]
         return {
             **fields,
@@ -119,7 +139,50 @@ class SlurmDetector(Detector):
             "visible_devices": devices,
         }
 
-    def _step(self, reader: EnvReader) -> dict[str, Any]:
+    def diagnose(
+        self, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]
+    ) -> list[str]:
+        warnings = []
+        ours = spec.source is self.source and spec.role is Role.RANK
+        if ours and spec.gpus_per_node and spec.devices_per_node != spec.gpus_per_node:
+            warnings.append(
+                f"{spec.devices_per_node} tasks on this node but {spec.gpus_per_node} GPUs: "
+                f"Lightning expects one task per GPU. Fix: --ntasks-per-node={spec.gpus_per_node}"
+            )
+        if "SLURM_NTASKS" in env and "SLURM_NTASKS_PER_NODE" not in env and spec.num_nodes > 1:
+            warnings.append(
+                "--ntasks without --ntasks-per-node: Slurm may spread tasks unevenly and "
+                "Lightning's own SLURMEnvironment refuses the job. Fix: use --ntasks-per-node"
+            )
+        step_tasks = env.get("SLURM_STEP_TASKS_PER_NODE", "")
+        if (
+            spec.source is not self.source
+            and spec.role is Role.RANK
+            and "SLURM_STEP_ID" in env
+            and step_tasks not in ("", "1")
+        ):
+            inner = next((d for d in present if d.source is spec.source), None)
+            launcher = inner.launcher if inner else spec.source.value
+            warnings.append(
+                f"{launcher} runs inside an srun step with SLURM_STEP_TASKS_PER_NODE="
+                f"{step_tasks!r}: every task starts its own {launcher} (a double launch). "
+                "Fix: srun --ntasks-per-node=1"
+            )
+        if spec.master_port in _COMMON_PORTS and "MASTER_PORT" in env:
+            warnings.append(
+                f"MASTER_PORT={env['MASTER_PORT']!r} is a common default; two jobs on one node "
+                "will collide. Fix: unset MASTER_PORT and clusterenv derives one from the job id"
+            )
+        job_name = env.get("SLURM_JOB_NAME")
+        if job_name in ("bash", "interactive") and spec.role is Role.RANK and spec.world_size > 1:
+            warnings.append(
+                f"SLURM_JOB_NAME={job_name!r}: Lightning's own SLURM detection then treats "
+                "every task as rank 0. Fix: pass clusterenv's cluster environment to the "
+                "Trainer, or name the job (--job-name)"
+            )
+        return warnings
+
+    def _step(self, reader: EnvReader) -> tuple[Fields, int | None]:
         """One task of an srun step: the step's geometry, this task's ranks."""
         num_nodes = reader.integer(
             "num_nodes", "SLURM_STEP_NUM_NODES", "SLURM_NNODES", hint=_STEP_HINT, minimum=1
@@ -129,10 +192,10 @@ class SlurmDetector(Detector):
         )
         node_rank = reader.integer("node_rank", "SLURM_NODEID", hint=_STEP_HINT)
         layout = self._layout(reader, "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE")
-        self._check_layout(reader, layout, num_nodes, reader.origins["world_size"][0])
+        self._check_layout(reader, layout, num_nodes, reader.first("world_size"))
         tasks_here = layout.on_node(node_rank) if node_rank < num_nodes else 1
         reader.note("devices_per_node", layout.name, "SLURM_NODEID")
-        return {
+        fields: Fields = {
             "role": Role.RANK,
             "num_nodes": num_nodes,
             "world_size": world_size,
@@ -143,10 +206,10 @@ class SlurmDetector(Detector):
             "hostnames": self._hostnames(
                 reader, num_nodes, "SLURM_STEP_NODELIST", "SLURM_NODELIST", "SLURM_JOB_NODELIST"
             ),
-            "gpus_per_node": self._gpus(reader, tasks_here),
         }
+        return fields, self._gpus(reader, tasks_here)
 
-    def _allocation(self, reader: EnvReader) -> dict[str, Any]:
+    def _allocation(self, reader: EnvReader) -> tuple[Fields, int | None]:
         """The batch step or the salloc shell: describe what srun should start."""
         num_nodes = reader.integer(
             "num_nodes", "SLURM_JOB_NUM_NODES", "SLURM_NNODES", hint=_HINT, minimum=1
@@ -165,16 +228,14 @@ class SlurmDetector(Detector):
             world_size = per_node * num_nodes
         elif gpus:
             per_node, world_size = gpus, gpus * num_nodes
-            reader.origins["devices_per_node"] = reader.origins["gpus_per_node"]
+            reader.derive("devices_per_node", "gpus_per_node")
         elif layout:
             per_node, world_size = tasks_here, layout.num_tasks
             reader.note("devices_per_node", layout.name)
         else:
             per_node, world_size = 1, num_nodes
-        reader.origins["world_size"] = (
-            reader.origins.get("devices_per_node", ()) + reader.origins["num_nodes"]
-        )
-        return {
+        reader.derive("world_size", "devices_per_node", "num_nodes")
+        fields: Fields = {
             "role": Role.BATCH if "SLURM_PROCID" in reader.env else Role.SHELL,
             "num_nodes": num_nodes,
             "world_size": world_size,
@@ -183,20 +244,20 @@ class SlurmDetector(Detector):
             "local_rank": 0,
             "node_rank": 0,
             "hostnames": self._hostnames(reader, num_nodes, "SLURM_JOB_NODELIST", "SLURM_NODELIST"),
-            "gpus_per_node": gpus,
         }
+        return fields, gpus
 
     @staticmethod
     def _layout(reader: EnvReader, *names: str) -> TaskLayout:
         value = reader.text("devices_per_node", *names, hint=_HINT)
-        return TaskLayout(reader.origins["devices_per_node"][0], value)
+        return TaskLayout(reader.first("devices_per_node"), value)
 
     @staticmethod
     def _check_layout(
         reader: EnvReader, layout: TaskLayout, num_nodes: int, tasks_name: str | None
     ) -> None:
         """The task list must cover ``num_nodes`` nodes and sum to the task count."""
-        nodes_name = reader.origins["num_nodes"][0]
+        nodes_name = reader.first("num_nodes")
         problem = None
         if layout.num_nodes != num_nodes:
             problem = f"lists {layout.num_nodes} nodes but {nodes_name}={reader.env[nodes_name]!r}"
@@ -216,7 +277,7 @@ class SlurmDetector(Detector):
     @staticmethod
     def _hostnames(reader: EnvReader, num_nodes: int, *names: str) -> tuple[str, ...]:
         nodelist = reader.text("hostnames", *names, hint=_HINT)
-        name, nodes_name = reader.origins["hostnames"][0], reader.origins["num_nodes"][0]
+        name, nodes_name = reader.first("hostnames"), reader.first("num_nodes")
         count = count_hosts(nodelist)  # before expanding: a hostile count must not allocate
         if count != num_nodes:
             raise InconsistentEnvironmentError(
@@ -250,3 +311,6 @@ class SlurmDetector(Detector):
             reader.note("gpus_per_node", found[0])
             return parse_gpu_count(*found) * tasks_here
         return None
+
+
+DETECTOR = SlurmDetector()

@@ -8,13 +8,13 @@ an allocation torchrun, not srun, is what started this process.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from clusterenv._gpu import gpu_fields
+from clusterenv._reader import EnvReader, GpuProbe
 from clusterenv._spec import Role, Source
-from clusterenv.sources.base import Detector, EnvReader, GpuProbe
+from clusterenv.sources._detector import Detector, Fields, Hints
 
-__all__ = ["TorchElasticDetector"]
+__all__ = ["DETECTOR", "TorchElasticDetector"]
 
 _HINT = (
     "torchrun sets this for every worker; start the script with torchrun, or set "
@@ -24,12 +24,25 @@ _HINT = (
 
 class TorchElasticDetector(Detector):
     source = Source.TORCHELASTIC
+    name = "torchrun"
     reason = "TORCHELASTIC_RUN_ID is set: a torchrun worker"
+    variables = (
+        "TORCHELASTIC_",
+        *("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK"),
+        *("GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_WORLD_SIZE", "ROLE_NAME", "NODE_RANK"),
+    )
+    launcher = "torchrun"
+    hints = Hints(
+        num_nodes="change torchrun --nnodes",
+        devices="change torchrun --nproc_per_node",
+        uneven="start the same --nproc_per_node on every node",
+    )
+    holds_main_port = True  # the agent's TCPStore
 
     def present(self, env: Mapping[str, str]) -> bool:
         return "TORCHELASTIC_RUN_ID" in env
 
-    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> dict[str, Any]:
+    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
         def integer(field: str, name: str, minimum: int = 0) -> int:
             return reader.integer(field, name, hint=_HINT, minimum=minimum)
 
@@ -52,3 +65,6 @@ class TorchElasticDetector(Detector):
             "job_id": run_id if run_id not in ("", "none") else None,
             **gpus,
         }
+
+
+DETECTOR = TorchElasticDetector()

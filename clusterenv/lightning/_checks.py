@@ -1,0 +1,63 @@
+"""The launch fixes the geometry: checks that a framework's settings agree with it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from clusterenv._spec import Accelerator, ResourceSpec
+from clusterenv.exceptions import LaunchMismatchError
+from clusterenv.sources import detector_for
+
+__all__ = ["check_gpu_visible", "check_launch", "count", "where"]
+
+
+def count(devices: int | list[int]) -> int:
+    return devices if isinstance(devices, int) else len(devices)
+
+
+def where(spec: ResourceSpec) -> str:
+    """What this process is, in words (``the srun step of job 42``)."""
+    return detector_for(spec.source).describe(spec)
+
+
+def check_launch(
+    spec: ResourceSpec, origins: Mapping[str, str], num_nodes: int, devices: int, whose: str
+) -> None:
+    """A started launch fixes the geometry; Lightning's must be the same."""
+    hints = detector_for(spec.source).hints
+
+    def origin(field: str) -> str:
+        return f" ({origins[field]})" if field in origins else ""
+
+    if spec.world_size != spec.num_nodes * spec.devices_per_node:
+        raise LaunchMismatchError(
+            f"{where(spec)} runs {spec.world_size} ranks on {spec.num_nodes} nodes with "
+            f"{spec.devices_per_node} on this one; Lightning needs the same number on every node",
+            hint=hints.uneven,
+        )
+    if num_nodes != spec.num_nodes:
+        raise LaunchMismatchError(
+            f"{whose}num_nodes={num_nodes} contradicts {where(spec)}, which runs on "
+            f"{spec.num_nodes} node(s){origin('num_nodes')}",
+            hint=f"drop --num_nodes to use the launch's, or {hints.num_nodes}",
+        )
+    if devices != spec.devices_per_node:
+        raise LaunchMismatchError(
+            f"{whose}devices={devices} per node contradicts {where(spec)}, which started "
+            f"{spec.devices_per_node} rank(s) on this node{origin('devices_per_node')}",
+            hint=f"drop --devices to use the launch's, or {hints.devices}",
+        )
+
+
+def check_gpu_visible(spec: ResourceSpec, devices: int | list[int]) -> None:
+    """Lightning puts a rank on ``cuda:<devices[local_rank]>``; that GPU must be visible."""
+    if spec.accelerator is not Accelerator.GPU or not spec.visible_devices:
+        return
+    index = spec.local_rank if isinstance(devices, int) else devices[spec.local_rank]
+    if index >= len(spec.visible_devices):
+        raise LaunchMismatchError(
+            f"local rank {spec.local_rank} would run on cuda:{index}, but this task sees "
+            f"{len(spec.visible_devices)} GPU(s) (CUDA_VISIBLE_DEVICES="
+            f"{','.join(spec.visible_devices)})",
+            hint=detector_for(spec.source).hints.gpus,
+        )

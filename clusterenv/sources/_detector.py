@@ -1,0 +1,95 @@
+"""The interface of a source: everything clusterenv knows about one scheduler or launcher."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from clusterenv._reader import EnvReader, GpuProbe
+from clusterenv._spec import Fields, ResourceSpec, Source
+
+__all__ = ["Detector", "Fields", "Hints", "Roles"]
+
+
+@dataclass(frozen=True)
+class Roles:
+    """What a process of each role is called, ``{job}`` standing for `` <job id>``.
+
+    ``None``: the generic "the <launcher> launch".
+    """
+
+    rank: str | None = None
+    batch: str | None = None
+    shell: str | None = None
+    standalone: str | None = None
+
+
+@dataclass(frozen=True)
+class Hints:
+    """What to change when a framework's settings contradict a launch of this source.
+
+    Each completes "drop the setting to use the launch's, or ...".
+    """
+
+    num_nodes: str = "start the ranks on as many nodes as you ask for"
+    devices: str = "start as many ranks on each node as you ask devices for"
+    uneven: str = "start the same number of ranks on every node"
+    gpus: str = "let every rank see all GPUs of its node"
+    #: How to start MPI ranks so that this scheduler names their nodes ("" where mpirun is
+    #: the scheduler's own way).
+    mpi: str = ""
+
+
+class Detector(ABC):
+    """One scheduler or launcher. The registry (:class:`~clusterenv.Source`) orders them."""
+
+    source: ClassVar[Source]
+    #: The scheduler's or launcher's own name, for messages ("Slurm").
+    name: ClassVar[str]
+    #: Why this source was chosen, in words, for `clusterenv inspect`.
+    reason: ClassVar[str]
+    #: The variables it reads, which `clusterenv capture` records; a name ending in ``_``
+    #: stands for every variable with that prefix.
+    variables: ClassVar[tuple[str, ...]]
+    #: The command that starts this source's ranks (``srun``); ``""`` where there is none.
+    launcher: ClassVar[str] = ""
+    roles: ClassVar[Roles] = Roles()
+    hints: ClassVar[Hints] = Hints()
+    #: Whether the launcher itself listens on ``MASTER_PORT`` (torchrun's agent store).
+    holds_main_port: ClassVar[bool] = False
+    #: Lightning's ``ClusterEnvironment`` subclass that the adapter's plugin extends:
+    #: ``SLURMEnvironment`` gets Lightning's auto-requeue signal handler.
+    lightning_base: ClassVar[str] = "ClusterEnvironment"
+
+    @abstractmethod
+    def present(self, env: Mapping[str, str]) -> bool:
+        """Whether ``env`` comes from this source (cheap; no parsing, no errors)."""
+
+    @abstractmethod
+    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
+        """The ``ResourceSpec`` fields; raises ``ClusterEnvError`` for bad or missing values."""
+
+    def diagnose(
+        self, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]
+    ) -> list[str]:
+        """Warnings, each with a fix, about ``spec`` detected from ``env``.
+
+        Called for the detected source and for every other source ``present`` in ``env``
+        (a scheduler around a launcher), so a scheduler can warn about what runs inside it.
+        """
+        return []
+
+    def describe(self, spec: ResourceSpec) -> str:
+        """What this process is, in words: ``the srun step of job 42``."""
+        job = f" {spec.job_id}" if spec.job_id else ""
+        name: str | None = getattr(self.roles, spec.role.value)
+        return (name or f"the {self.launcher or self.source.value} launch").format(job=job)
+
+    def captures(self, name: str) -> bool:
+        """Whether variable ``name`` is one this source reads."""
+        return any(
+            name.startswith(variable) if variable.endswith("_") else name == variable
+            for variable in self.variables
+        )

@@ -1,0 +1,126 @@
+"""Helpers that several sources share: job ports, main addresses, host files, rank geometry."""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Sequence
+
+from clusterenv._reader import EnvReader
+from clusterenv._spec import ResourceSpec, Role
+from clusterenv.exceptions import InconsistentEnvironmentError, MissingVariableError
+from clusterenv.sources._detector import Fields
+
+__all__ = [
+    "PORT_BASE",
+    "PORT_SPAN",
+    "job_port",
+    "job_script_fields",
+    "main_address",
+    "rank_fields",
+    "slot_hosts",
+    "uneven_slots",
+]
+
+_LEADING_NUMBER = re.compile(r"\s*([0-9]{1,18})")
+
+PORT_BASE = 20000
+PORT_SPAN = 12000
+
+
+def job_port(job_id: str) -> int:
+    """The main port of a job that sets no ``MASTER_PORT``, the same in all its ranks.
+
+    ``PORT_BASE`` + the id's leading number (``4242``, ``4242.pbs01``) % ``PORT_SPAN``: any
+    ``PORT_SPAN`` consecutive jobs, i.e. those that can share a node at one time, get
+    distinct ports, all below Linux's ephemeral range (32768-60999) that outgoing
+    connections draw from. Ids without a number (Flux's ``ƒ2Xb8GNp3``, PMIx namespaces)
+    are spread by their CRC-32 instead.
+    """
+    match = _LEADING_NUMBER.match(job_id)
+    number = int(match.group(1)) if match else zlib.crc32(job_id.encode())
+    return PORT_BASE + number % PORT_SPAN
+
+
+def slot_hosts(text: str) -> list[str]:
+    """The host of each line of a hostfile: one line per slot, so hosts repeat."""
+    return [line.split()[0] for line in text.splitlines() if line.strip()]
+
+
+def main_address(reader: EnvReader, num_nodes: int, example: str) -> str:
+    """``MASTER_ADDR``; without it the loopback address on one node, else an error."""
+    master_addr = reader.optional("master_addr", "MASTER_ADDR")
+    if master_addr is not None:
+        return master_addr
+    if num_nodes > 1:
+        raise MissingVariableError(
+            f"a launch over {num_nodes} nodes that names no main address: MASTER_ADDR is not set",
+            variables=("MASTER_ADDR",),
+            hint=f"export MASTER_ADDR as the host of rank 0 to every rank, e.g. {example}",
+        )
+    return "127.0.0.1"
+
+
+def job_script_fields(reader: EnvReader, slots: Sequence[str]) -> Fields:
+    """The geometry a job script describes from its host file, one line per slot: what
+    the launcher (mpirun, jsrun) should start. ``slots`` must not be empty."""
+    hosts = tuple(dict.fromkeys(slots))
+    for field in ("num_nodes", "devices_per_node", "world_size"):
+        reader.derive(field, "hostnames")
+    return {
+        "role": Role.BATCH,
+        "num_nodes": len(hosts),
+        "devices_per_node": slots.count(hosts[0]),
+        "world_size": len(slots),
+        "global_rank": 0,
+        "local_rank": 0,
+        "node_rank": 0,
+        "hostnames": hosts,
+    }
+
+
+def uneven_slots(spec: ResourceSpec, fix: str) -> list[str]:
+    """The warning for a job script whose slots differ between nodes (Lightning needs equal)."""
+    if spec.role is not Role.BATCH or spec.world_size == spec.num_nodes * spec.devices_per_node:
+        return []
+    return [
+        f"{spec.world_size} slots over {spec.num_nodes} nodes is not the same number on every "
+        f"node, which Lightning needs. Fix: request the same slots per node ({fix})"
+    ]
+
+
+def rank_fields(
+    reader: EnvReader, world_size: int, rank: int, local_rank: int, local_size: int
+) -> Fields:
+    """The geometry of a rank whose launcher names no node, from the ranks per node.
+
+    Assumes every node runs ``local_size`` ranks, placed by slot (node = rank // local size,
+    the usual default) or round robin (node = rank % nodes); the local rank tells which.
+    """
+    for field in ("num_nodes", "node_rank"):
+        reader.derive(field, "world_size", "devices_per_node", "global_rank", "local_rank")
+    num_nodes, uneven = divmod(world_size, local_size)
+    node_rank = None
+    if not uneven and rank % local_size == local_rank:
+        node_rank = rank // local_size
+    elif not uneven and rank // num_nodes == local_rank:
+        node_rank = rank % num_nodes
+    if node_rank is not None:
+        return {
+            "role": Role.RANK,
+            "num_nodes": num_nodes,
+            "devices_per_node": local_size,
+            "world_size": world_size,
+            "global_rank": rank,
+            "local_rank": local_rank,
+            "node_rank": node_rank,
+        }
+    names = reader.origins["num_nodes"]
+    raise InconsistentEnvironmentError(
+        f"cannot tell the node of rank {rank} ({reader.describe('num_nodes')}): the nodes do "
+        "not run the same number of ranks, or the ranks are placed neither by slot nor round "
+        "robin",
+        variables=names,
+        hint="start the same number of ranks on every node (e.g. mpirun --map-by "
+        "ppr:N:node), or use a launcher that names the nodes (srun)",
+    )
