@@ -80,6 +80,7 @@ def gpu_fields(reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
     """``accelerator``, ``gpus_per_node`` and ``visible_devices`` for a source whose GPUs
     per node are the ones this process sees."""
     devices = visible_gpus(reader, gpu_probe)
+    reader.derive("gpus_per_node", "visible_devices")
     return {
         "accelerator": Accelerator.GPU if devices else Accelerator.CPU,
         "gpus_per_node": len(devices),

@@ -5,10 +5,34 @@ The builders themselves are checked against real captures (tests/test_testing.py
 
 from __future__ import annotations
 
-from clusterenv import expand_hostlist
-from clusterenv.testing import slurm_env, task_counts, torchrun_env
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-__all__ = ["batch_step", "salloc_shell", "srun_task", "task_counts", "torchrun_worker"]
+from clusterenv import ResourceSpec, detect_environment, expand_hostlist
+from clusterenv.testing import Launch, slurm_env, task_counts, torchrun_env
+
+__all__ = [
+    "batch_step",
+    "detect",
+    "fields",
+    "salloc_shell",
+    "srun_task",
+    "task_counts",
+    "torchrun_worker",
+]
+
+
+def detect(env: Mapping[str, str], gpus: Sequence[str] = ()) -> ResourceSpec:
+    """The one detection helper of the tests: ``gpus`` is what the GPU probe finds, and a
+    builder's host files are read from the :class:`~clusterenv.testing.Launch`."""
+    read = env.read_file if isinstance(env, Launch) else Launch({}).read_file
+    return detect_environment(env, gpu_probe=lambda: tuple(gpus), read_file=read)
+
+
+def fields(spec: ResourceSpec, expected: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of ``spec`` named in ``expected``, enums as their values: compare the two."""
+    values = {name: getattr(spec, name) for name in expected}
+    return {name: getattr(value, "value", value) for name, value in values.items()}
 
 
 def srun_task(
@@ -20,7 +44,7 @@ def srun_task(
     cyclic: bool = False,
     gpus_on_node: int | None = None,
     job_name: str = "python",
-) -> dict[str, str]:
+) -> Launch:
     """Task ``procid`` of ``srun -n`` whose node i runs tasks_per_node[i] tasks."""
     return slurm_env(
         len(tasks_per_node),

@@ -13,6 +13,7 @@ import pytest
 from clusterenv import __version__
 from clusterenv._cli import main, read_env_file
 from clusterenv.testing import kubeflow_env, mpich_env
+from tests.available import require_modules
 from tests.envs import batch_step, salloc_shell, srun_task, torchrun_worker
 
 
@@ -180,6 +181,7 @@ SNAPSHOTS = {
 @pytest.mark.parametrize("name", sorted(SNAPSHOTS))
 def test_report_snapshot(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The whole report, byte for byte; UPDATE_SNAPSHOTS=1 rewrites tests/data/reports/."""
+    require_modules("lightning")
     path = tmp_path / "env.json"
     path.write_text(json.dumps(SNAPSHOTS[name]))
     main(["inspect", "--env-file", str(path), "--lightning", "lightning"])
@@ -227,6 +229,8 @@ SECRETS = {
 def test_secret_values_are_never_printed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], env: dict[str, str], args: list[str]
 ) -> None:
+    if "--lightning" in args:
+        require_modules("lightning")
     path = tmp_path / "env.txt"
     path.write_text("".join(f"{k}={v}\n" for k, v in (env | SECRETS).items()))
     main([*args, "--env-file", str(path)])
@@ -274,6 +278,7 @@ def test_env_file_from_stdin() -> None:
 
 
 def test_inspect_imports_torch_only_with_lightning(tmp_path: Path) -> None:
+    require_modules("lightning")
     code = (
         "import sys; from clusterenv._cli import main; main(sys.argv[1:]); "
         "print('torch' in sys.modules, file=sys.stderr)"

@@ -14,7 +14,7 @@ from clusterenv import (
     MissingVariableError,
     detect_environment,
 )
-from clusterenv._detect import DETECTORS
+from clusterenv.sources import DETECTORS
 from clusterenv.testing import flux_env, kubeflow_env, lsf_env, mpich_env, openmpi_env, pbs_env
 from tests.envs import batch_step, salloc_shell, srun_task, torchrun_worker
 
@@ -94,9 +94,9 @@ def test_detection_imports_neither_torch_nor_lightning() -> None:
 
 
 # Real variable names (those of tests/envs.py's builders) with random and adversarial values.
-_PBS, _PBS_FILES = pbs_env(2, 2, torque=True)
-_LSF, _LSF_FILES = lsf_env(2, 2, 3, launch_node="batch1")
-_FILES = _PBS_FILES | _LSF_FILES
+_PBS = pbs_env(2, 2, torque=True)
+_LSF = lsf_env(2, 2, 3, launch_node="batch1")
+_FILES = _PBS.files | _LSF.files
 _BASES = [
     srun_task([2, 1], 2),
     batch_step(ntasks_per_node=2, gpus_per_node=2),

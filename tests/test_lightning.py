@@ -15,7 +15,10 @@ import pytest
 import clusterenv.lightning as cl
 from clusterenv import ClusterEnvError, MissingDependencyError, ResourceSpec, detect_environment
 from clusterenv.lightning._kwargs import parse_devices
+from tests.available import require_modules
 from tests.envs import batch_step, salloc_shell, srun_task, torchrun_worker
+
+require_modules("lightning", "pytorch_lightning")
 
 PACKAGES: list[cl.Package] = ["lightning", "pytorch_lightning"]
 ENVIRONMENTS = {

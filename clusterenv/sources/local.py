@@ -33,6 +33,8 @@ class LocalDetector(Detector):
 
     def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
         gpus = gpu_fields(reader, gpu_probe)
+        reader.derive("devices_per_node", "visible_devices")  # one rank per GPU
+        reader.derive("world_size", "visible_devices")
         return {
             "source": self.source,
             "role": Role.STANDALONE,

@@ -8,22 +8,16 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
-from typing import NoReturn
 
 import pytest
 
+from tests.available import unavailable
+
 UP = Path(__file__).with_name("slurm-up.sh")
 INSTALL = Path(__file__).with_name("install.sh")
-IN_CI = os.environ.get("CI", "").lower() == "true"
 
 # The end-to-end neural-lam runs need neural-lam, which only `nox -s neural-lam` installs.
 collect_ignore = [] if importlib.util.find_spec("neural_lam") else ["neural_lam"]
-
-
-def unavailable(reason: str) -> NoReturn:
-    if IN_CI:
-        pytest.fail(f"{reason} (CI=true: a missing launcher fails the run)", pytrace=False)
-    pytest.skip(reason)
 
 
 def _install_debian_packages() -> None:

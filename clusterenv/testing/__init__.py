@@ -1,0 +1,52 @@
+"""Environment mappings with the exact shape real launchers produce, for tests.
+
+Each builder returns the *whole* variable set one process of a real launch sees — the
+same names, the same formats (``SLURM_TASKS_PER_NODE='4(x2)'``), the step variables next
+to the job ones — and nothing a real launcher would not set. They are checked against
+environments recorded from real Slurm 22.05 and torchrun (``tests/data/captures/`` of the
+clusterenv repository): same names, same values except those that depend on the machine
+(ports, pids, paths, uids, the submit host), and the same ``detect_environment()``.
+
+    >>> from clusterenv import detect_environment
+    >>> from clusterenv.testing import slurm_env
+    >>> env = slurm_env(nodes=2, tasks_per_node=4, gpus_per_node=4, procid=5)
+    >>> env["SLURM_STEP_TASKS_PER_NODE"], env["CUDA_VISIBLE_DEVICES"]
+    ('4(x2)', '0,1,2,3')
+    >>> spec = detect_environment(env)
+    >>> spec.world_size, spec.node_rank, spec.local_rank
+    (8, 1, 1)
+
+Flux, LSF, PBS and Kubeflow builders follow those schedulers' documentation (no real
+launch runs here). Every builder returns a :class:`Launch`: a ``dict`` of variables whose
+``files`` hold the host files PBS and LSF write (pass ``read_file=launch.read_file``).
+Impossible parameters (no nodes, a rank outside the launch, a port above 65535) raise
+:class:`~clusterenv.ClusterEnvError`.
+
+Not modelled (pass the variables yourself): heterogeneous jobs, job arrays, steps on
+fewer nodes than their job, ``srun --mpi=pmi2/pmix``, and MPI launches over several
+hosts with Open MPI (MPICH's are).
+"""
+
+from clusterenv.testing._flux import flux_env
+from clusterenv.testing._kubeflow import kubeflow_env
+from clusterenv.testing._launch import Launch
+from clusterenv.testing._local import local_env
+from clusterenv.testing._lsf import lsf_env
+from clusterenv.testing._mpi import mpich_env, openmpi_env
+from clusterenv.testing._pbs import pbs_env
+from clusterenv.testing._slurm import slurm_env, task_counts
+from clusterenv.testing._torchrun import torchrun_env
+
+__all__ = [
+    "Launch",
+    "flux_env",
+    "kubeflow_env",
+    "local_env",
+    "lsf_env",
+    "mpich_env",
+    "openmpi_env",
+    "pbs_env",
+    "slurm_env",
+    "task_counts",
+    "torchrun_env",
+]

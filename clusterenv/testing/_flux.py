@@ -1,0 +1,30 @@
+"""Flux tasks."""
+
+from __future__ import annotations
+
+from clusterenv.testing._launch import Launch, positive, rank_of
+
+__all__ = ["flux_env"]
+
+
+def flux_env(
+    nodes: int = 1,
+    tasks_per_node: int = 1,
+    rank: int = 0,
+    *,
+    job_id: str = "f2Xb8GNp3",
+    master_addr: str | None = None,
+) -> Launch:
+    """Task ``rank`` of ``flux run -N NODES --tasks-per-node N`` (tasks placed by node)."""
+    positive("flux_env", nodes=nodes, tasks_per_node=tasks_per_node)
+    rank_of("flux_env", rank, nodes * tasks_per_node)
+    env = {
+        "FLUX_JOB_ID": job_id,
+        "FLUX_JOB_SIZE": str(nodes * tasks_per_node),
+        "FLUX_JOB_NNODES": str(nodes),
+        "FLUX_TASK_RANK": str(rank),
+        "FLUX_TASK_LOCAL_ID": str(rank % tasks_per_node),
+        "FLUX_URI": f"local:///run/flux/jobtmp-0-{job_id}/flux",
+        "FLUX_KVS_NAMESPACE": f"job-{job_id}",
+    }
+    return Launch(env | ({"MASTER_ADDR": master_addr} if master_addr else {}))

@@ -1,0 +1,177 @@
+"""Every registered source against the whole contract of a source (docs/adding-a-source.md).
+
+Parametrised over the registry, so a new source is checked here without a line of its own
+beyond its builder in ``BUILT``: present and detected from its builder's environment, every
+field it reads carries its variables, `capture` records every variable it reads, its roles
+are described, its hints and diagnostics exist, and its docs page is there.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+from clusterenv import ResourceSpec, Role, Source, explain_environment
+from clusterenv._capture import launcher_variables
+from clusterenv._diagnose import diagnose
+from clusterenv.sources import DETECTORS, Detector, detector_for, present
+from clusterenv.testing import (
+    Launch,
+    flux_env,
+    kubeflow_env,
+    local_env,
+    lsf_env,
+    mpich_env,
+    openmpi_env,
+    pbs_env,
+    slurm_env,
+    torchrun_env,
+)
+from tests.available import require_modules
+
+ROOT = Path(__file__).parents[2]
+
+#: Each source's builders: one environment per role it produces.
+BUILT: dict[Source, list[Launch]] = {
+    Source.TORCHELASTIC: [torchrun_env(2, 2, 3)],
+    Source.MPI: [openmpi_env(2, 1), mpich_env(4, 3, ranks_per_node=2, master_addr="n1")],
+    Source.SLURM: [
+        slurm_env(2, 2, 3, gpus_per_node=2),
+        slurm_env(2, step="batch", gpus_per_node=2),
+        slurm_env(2, step="salloc"),
+    ],
+    Source.FLUX: [flux_env(2, 2, 1, master_addr="n1")],
+    Source.LSF: [lsf_env(2, 2), lsf_env(2, 2, 3)],
+    Source.PBS: [pbs_env(2, 2)],
+    Source.KUBEFLOW: [kubeflow_env(2, 1)],
+    Source.LOCAL: [local_env(2), local_env()],
+}
+CASES = [(source, launch) for source, launches in BUILT.items() for launch in launches]
+IDS = [f"{source.value}-{i}" for source, launches in BUILT.items() for i in range(len(launches))]
+
+
+class _Recording(Mapping[str, str]):
+    """An environment that remembers every variable detection looked at."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.env, self.read = env, set[str]()
+
+    def __getitem__(self, name: str) -> str:
+        self.read.add(name)
+        return self.env[name]
+
+    def __contains__(self, name: object) -> bool:
+        self.read.add(str(name))
+        return name in self.env
+
+    def get(self, name: str, default: str | None = None) -> str | None:  # type: ignore[override]
+        self.read.add(name)
+        return self.env.get(name, default)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.env)
+
+    def __len__(self) -> int:
+        return len(self.env)
+
+
+def test_the_registry_is_the_source_enum_in_order() -> None:
+    assert [detector.source for detector in DETECTORS] == list(Source)
+    assert all(detector_for(source).source is source for source in Source)
+    assert set(BUILT) == set(Source), "every source needs a builder in clusterenv.testing"
+
+
+@pytest.mark.parametrize(("source", "launch"), CASES, ids=IDS)
+def test_present_detected_and_every_field_traced(source: Source, launch: Launch) -> None:
+    detector = detector_for(source)
+    assert detector.present(launch)
+    probe = ("0", "1")
+    detection = explain_environment(launch, gpu_probe=lambda: probe, read_file=launch.read_file)
+    spec, origins = detection.spec, detection.origins
+    assert spec.source is source
+    assert detection.reason == detector.reason
+    # Every value that is not a launcher's fixed shape (one rank per pod, the batch step's
+    # rank 0, the loopback address, the probe's GPUs) comes from variables.
+    traced = set() if source is Source.LOCAL else {"world_size", "num_nodes"}
+    if spec.role is Role.RANK:
+        traced |= {"global_rank", "node_rank"}
+    if spec.local_rank:
+        traced.add("local_rank")
+    if spec.devices_per_node > 1 and not (source is Source.LOCAL and spec.visible_devices == probe):
+        traced.add("devices_per_node")
+    traced |= {name for name in ("hostnames", "job_id") if getattr(spec, name)}
+    if spec.visible_devices != probe:
+        traced |= {name for name in ("gpus_per_node", "visible_devices") if getattr(spec, name)}
+    if spec.master_addr != "127.0.0.1":
+        traced.add("master_addr")
+    assert {field for field in traced if not origins.get(field)} == set()
+
+
+@pytest.mark.parametrize("detector", DETECTORS, ids=[d.source.value for d in DETECTORS])
+def test_absent_from_an_empty_environment(detector: Detector) -> None:
+    assert detector.present({}) is (detector.source is Source.LOCAL)
+
+
+@pytest.mark.parametrize(("source", "launch"), CASES, ids=IDS)
+def test_capture_records_every_variable_detection_reads(source: Source, launch: Launch) -> None:
+    env = _Recording(launch)
+    explain_environment(env, gpu_probe=tuple, read_file=launch.read_file)
+    read = {name for name in env.read if name in launch}
+    assert read - set(launcher_variables(launch)) == set()
+    assert set(launch) - set(launcher_variables(launch)) <= {"PYTHONUNBUFFERED"}
+
+
+@pytest.mark.parametrize(("source", "launch"), CASES, ids=IDS)
+def test_roles_are_described_and_diagnosed(source: Source, launch: Launch) -> None:
+    detector = detector_for(source)
+    spec = explain_environment(launch, gpu_probe=tuple, read_file=launch.read_file).spec
+    described = detector.describe(spec)
+    assert described.startswith(("the ", "a "))
+    assert "{" not in described
+    if spec.role is Role.BATCH:
+        assert detector.launcher, "a job script's warning names the command that starts ranks"
+    warnings = diagnose(spec, launch)
+    assert all(isinstance(warning, str) and "Fix:" in warning for warning in warnings)
+    assert detector in present(launch)
+
+
+@pytest.mark.parametrize("detector", DETECTORS, ids=[d.source.value for d in DETECTORS])
+def test_hints_and_docs_page_exist(detector: Detector) -> None:
+    hints = detector.hints
+    assert all((hints.num_nodes, hints.devices, hints.uneven, hints.gpus))
+    assert all((detector.name, detector.reason, detector.variables))
+    page = ROOT / "docs" / "sources" / f"{detector.source.value}.md"
+    assert page.is_file(), f"{page} documents the source"
+    assert f"sources/{detector.source.value}.md" in (ROOT / "mkdocs.yml").read_text()
+
+
+def test_lightning_hints_are_the_launchers_own() -> None:
+    """A --devices conflict in an LSF job names jsrun, not another launcher's option."""
+    require_modules("lightning")
+    import clusterenv.lightning as cl  # noqa: PLC0415 - imports torch
+
+    spec = explain_environment(lsf_env(2, 2, 3), read_file=lsf_env(2, 2, 3).read_file).spec
+    with pytest.raises(ValueError, match="jsrun") as raised:
+        cl.trainer_kwargs(spec, package="lightning", devices=4)
+    assert "torchrun" not in str(raised.value)
+    batch = pbs_env(2, 4)
+    batch_spec: ResourceSpec = explain_environment(batch, read_file=batch.read_file).spec
+    with pytest.raises(ValueError, match=r"job script of a PBS job.*start the ranks with mpirun"):
+        cl.trainer_kwargs(batch_spec, package="lightning")
+
+
+def test_no_module_outside_sources_imports_a_detector() -> None:
+    """The package reaches a source only through the registry (``clusterenv.sources``)."""
+    offenders = []
+    for path in (ROOT / "clusterenv").rglob("*.py"):
+        if "sources" in path.relative_to(ROOT / "clusterenv").parts[:-1]:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "clusterenv.sources."
+            ):
+                offenders.append(f"{path.name}: {node.module}")
+    assert offenders == []

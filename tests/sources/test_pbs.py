@@ -1,0 +1,64 @@
+"""PBS Pro / Torque job scripts, from the variables and node file the PBS documentation lists
+(PBS Professional User's Guide, "Environment variables": PBS_JOBID, PBS_NODEFILE, NCPUS;
+Torque adds PBS_NUM_NODES, PBS_NUM_PPN, PBS_NP)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from clusterenv import InconsistentEnvironmentError, InvalidVariableError, MissingVariableError
+from clusterenv.sources._geometry import job_port
+from clusterenv.testing import Launch, mpich_env, openmpi_env, pbs_env
+from tests.envs import detect, fields
+
+SCRIPT = {"source": "pbs", "role": "batch", "global_rank": 0, "local_rank": 0, "node_rank": 0}
+
+
+@pytest.mark.parametrize("torque", [False, True], ids=["pbs-pro", "torque"])
+def test_a_job_script_describes_what_mpirun_should_start(torque: bool) -> None:
+    expected = SCRIPT | {
+        "num_nodes": 2,
+        "devices_per_node": 4,
+        "world_size": 8,
+        "master_addr": "node01",
+        "hostnames": ("node01", "node02"),
+    }
+    assert fields(detect(pbs_env(2, 4, torque=torque)), expected) == expected
+
+
+def test_the_mpi_launcher_inside_a_pbs_job_gives_the_ranks() -> None:
+    job = pbs_env(1, 2)
+    assert detect(Launch(job | openmpi_env(2, 1), job.files)).source.value == "mpi"
+    ranks = Launch(job | mpich_env(4, 3, ranks_per_node=2, master_addr="node01"), job.files)
+    expected = {"source": "mpi", "node_rank": 1, "local_rank": 1}
+    assert fields(detect(ranks), expected) == expected
+
+
+@pytest.mark.parametrize(
+    ("launch", "error", "words"),
+    [
+        (Launch({"PBS_JOBID": "4242.pbs01"}), MissingVariableError, "PBS_NODEFILE (not set)"),
+        (Launch(pbs_env(2, 4)), InvalidVariableError, "cannot be read (No such file"),
+        (
+            Launch(pbs_env(2, 4), {"/var/spool/pbs/aux/4242.pbs01": "\n"}),
+            InconsistentEnvironmentError,
+            "lists no host",
+        ),
+        (
+            Launch(pbs_env(2, 4, torque=True) | {"PBS_NUM_NODES": "3"}, pbs_env(2, 4).files),
+            InconsistentEnvironmentError,
+            "PBS_NUM_NODES='3'",
+        ),
+    ],
+    ids=["no-nodefile", "nodefile-missing", "nodefile-empty", "torque-node-count"],
+)
+def test_wrong_but_common_environments(launch: Launch, error: type[Any], words: str) -> None:
+    with pytest.raises(error, match="HINT") as raised:
+        detect(launch)
+    assert words in str(raised.value)
+
+
+def test_a_job_id_without_a_number_spreads_its_port() -> None:
+    assert detect(pbs_env(1, 1, job_id="x.pbs01")).master_port == job_port("x.pbs01")
