@@ -6,20 +6,29 @@ The builders themselves are checked against real captures (tests/test_testing.py
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from importlib import import_module
 from typing import Any
 
-from clusterenv import ResourceSpec, detect_environment, expand_hostlist
+from clusterenv import ResourceSpec, Source, detect_environment, expand_hostlist
 from clusterenv.testing import Launch, slurm_env, task_counts, torchrun_env
 
 __all__ = [
     "batch_step",
     "detect",
+    "examples",
     "fields",
     "salloc_shell",
     "srun_task",
     "task_counts",
     "torchrun_worker",
 ]
+
+
+def examples(source: Source) -> list[Launch]:
+    """The example launches of ``source``'s builder module (``clusterenv/testing/_<source>.py``)."""
+    builders = import_module(f"clusterenv.testing._{source.value}")
+    launches: list[Launch] = builders.examples()
+    return launches
 
 
 def detect(env: Mapping[str, str], gpus: Sequence[str] = ()) -> ResourceSpec:

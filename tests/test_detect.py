@@ -12,11 +12,16 @@ from clusterenv import (
     ClusterEnvError,
     InvalidVariableError,
     MissingVariableError,
+    Source,
     detect_environment,
 )
 from clusterenv.sources import DETECTORS
-from clusterenv.testing import flux_env, kubeflow_env, lsf_env, mpich_env, openmpi_env, pbs_env
-from tests.envs import batch_step, salloc_shell, srun_task, torchrun_worker
+from clusterenv.testing import (
+    Launch,
+    lsf_env,
+    pbs_env,
+)
+from tests.envs import batch_step, examples, srun_task
 
 
 def test_public_api() -> None:
@@ -93,23 +98,19 @@ def test_detection_imports_neither_torch_nor_lightning() -> None:
     assert result.stdout.strip() == "[]"
 
 
-# Real variable names (those of tests/envs.py's builders) with random and adversarial values.
-_PBS = pbs_env(2, 2, torque=True)
-_LSF = lsf_env(2, 2, 3, launch_node="batch1")
-_FILES = _PBS.files | _LSF.files
-_BASES = [
+# Real variable names (those of every source's builder examples) with random and adversarial
+# values; the examples' host files, any text or none at all as the host files.
+_BASES: list[dict[str, str]] = [
+    *(launch for source in Source for launch in examples(source)),
     srun_task([2, 1], 2),
     batch_step(ntasks_per_node=2, gpus_per_node=2),
-    salloc_shell(),
-    torchrun_worker(1),
-    openmpi_env(3, 1),
-    mpich_env(4, 3, ranks_per_node=2, master_addr="n1"),
-    flux_env(2, 2, 1, master_addr="n1"),
-    kubeflow_env(2, 1),
-    _PBS,
-    _LSF,
+    pbs_env(2, 2, torque=True),
+    lsf_env(2, 2, 3, launch_node="batch1"),
     {},
 ]
+_FILES = {
+    path: text for base in _BASES if isinstance(base, Launch) for path, text in base.files.items()
+}
 _NAMES = sorted(
     {name for env in _BASES for name in env}
     | {"CLUSTERENV_SOURCE", "SLURM_GPUS_PER_TASK", "SLURM_STEP_GPUS", "MASTER_ADDR", "MASTER_PORT"}

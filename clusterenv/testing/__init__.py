@@ -35,7 +35,7 @@ from clusterenv.testing._lsf import lsf_env
 from clusterenv.testing._mpi import mpich_env, openmpi_env
 from clusterenv.testing._pbs import pbs_env
 from clusterenv.testing._slurm import slurm_env, task_counts
-from clusterenv.testing._torchrun import torchrun_env
+from clusterenv.testing._torchelastic import torchrun_env
 
 __all__ = [
     "Launch",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from clusterenv.testing._launch import Launch, positive, rank_of
 
-__all__ = ["flux_env"]
+__all__ = ["examples", "flux_env"]
 
 
 def flux_env(
@@ -28,3 +28,8 @@ def flux_env(
         "FLUX_KVS_NAMESPACE": f"job-{job_id}",
     }
     return Launch(env | ({"MASTER_ADDR": master_addr} if master_addr else {}))
+
+
+def examples() -> list[Launch]:
+    """One launch per role this source produces: the contract tests run every source's."""
+    return [flux_env(2, 2, 1, master_addr="n1")]

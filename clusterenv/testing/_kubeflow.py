@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from clusterenv.testing._launch import Launch, port, positive, rank_of
 
-__all__ = ["kubeflow_env"]
+__all__ = ["examples", "kubeflow_env"]
 
 
 def kubeflow_env(
@@ -30,3 +30,8 @@ def kubeflow_env(
             "PYTHONUNBUFFERED": "1",
         }
     )
+
+
+def examples() -> list[Launch]:
+    """One launch per role this source produces: the contract tests run every source's."""
+    return [kubeflow_env(2, 1)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from clusterenv.testing._launch import Launch, check, ids
 
-__all__ = ["local_env"]
+__all__ = ["examples", "local_env"]
 
 
 def local_env(gpus: int | None = None) -> Launch:
@@ -17,3 +17,8 @@ def local_env(gpus: int | None = None) -> Launch:
         return Launch({})
     check("local_env", gpus >= 0, f"gpus={gpus} is negative", "pass gpus >= 0 (0: no GPU)")
     return Launch({"CUDA_VISIBLE_DEVICES": ids(range(gpus))})
+
+
+def examples() -> list[Launch]:
+    """One launch per role this source produces: the contract tests run every source's."""
+    return [local_env(2), local_env()]

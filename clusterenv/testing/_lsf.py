@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from clusterenv.testing._launch import Launch, positive, rank_of
 
-__all__ = ["lsf_env"]
+__all__ = ["examples", "lsf_env"]
 
 
 def lsf_env(
@@ -43,3 +43,8 @@ def lsf_env(
             "JSM_NAMESPACE_LOCAL_SIZE": str(slots_per_node),
         }
     return Launch(env, {hostfile: "".join(f"{host}\n" for host in listed)})
+
+
+def examples() -> list[Launch]:
+    """One launch per role this source produces: the contract tests run every source's."""
+    return [lsf_env(2, 2), lsf_env(2, 2, 3)]

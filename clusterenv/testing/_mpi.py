@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from clusterenv.testing._launch import Launch, positive, rank_of
 
-__all__ = ["mpich_env", "openmpi_env"]
+__all__ = ["examples", "mpich_env", "openmpi_env"]
 
 
 def openmpi_env(
@@ -98,3 +98,8 @@ def mpich_env(
         "MPI_LOCALNRANKS": str(node_ranks),
     }
     return Launch(env | ({"MASTER_ADDR": master_addr} if master_addr else {}))
+
+
+def examples() -> list[Launch]:
+    """One launch per role this source produces: the contract tests run every source's."""
+    return [openmpi_env(2, 1), mpich_env(4, 3, ranks_per_node=2, master_addr="n1")]

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from clusterenv.testing._launch import Launch, check, positive
 
-__all__ = ["pbs_env"]
+__all__ = ["examples", "pbs_env"]
 
 
 def pbs_env(
@@ -39,3 +39,8 @@ def pbs_env(
     if torque:
         env |= {"PBS_NUM_NODES": str(nodes), "PBS_NUM_PPN": str(ppn), "PBS_NP": str(nodes * ppn)}
     return Launch(env, {nodefile: "".join(f"{host}\n" for host in names for _ in range(ppn))})
+
+
+def examples() -> list[Launch]:
+    """One launch per role this source produces: the contract tests run every source's."""
+    return [pbs_env(2, 2)]

@@ -8,7 +8,7 @@ from typing import Literal
 from clusterenv.hostlist import compress_hostlist, expand_hostlist
 from clusterenv.testing._launch import Launch, check, ids, positive
 
-__all__ = ["slurm_env", "task_counts"]
+__all__ = ["examples", "slurm_env", "task_counts"]
 
 Step = Literal["srun", "batch", "salloc"]
 
@@ -224,3 +224,12 @@ def _step_gpus(
             "CUDA_VISIBLE_DEVICES": own,
         }
     return {}
+
+
+def examples() -> list[Launch]:
+    """One launch per role this source produces: the contract tests run every source's."""
+    return [
+        slurm_env(2, 2, 3, gpus_per_node=2),
+        slurm_env(2, step="batch", gpus_per_node=2),
+        slurm_env(2, step="salloc"),
+    ]

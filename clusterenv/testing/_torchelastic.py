@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from clusterenv.testing._launch import Launch, check, port, positive
 
-__all__ = ["torchrun_env"]
+__all__ = ["examples", "torchrun_env"]
 
 
 def torchrun_env(
@@ -57,3 +57,8 @@ def torchrun_env(
             "OMP_NUM_THREADS": "1",
         }
     )
+
+
+def examples() -> list[Launch]:
+    """One launch per role this source produces: the contract tests run every source's."""
+    return [torchrun_env(2, 2, 3)]
