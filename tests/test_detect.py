@@ -56,10 +56,12 @@ def test_public_api() -> None:
     assert issubclass(ClusterEnvError, ValueError)
 
 
-def test_priority_is_written_once() -> None:
-    assert [d.source.value for d in DETECTORS] == [
-        *("torchelastic", "mpi", "slurm", "flux", "lsf", "pbs", "kubeflow", "local")
-    ]
+def test_launchers_win_over_schedulers_and_generic_variables_come_last() -> None:
+    """The rules behind the registry's order (Source), so a new source cannot break them."""
+    order = [detector.source for detector in DETECTORS]
+    assert order.index(Source.TORCHELASTIC) < order.index(Source.SLURM)
+    assert order.index(Source.MPI) < order.index(Source.SLURM)
+    assert order[-2:] == [Source.KUBEFLOW, Source.LOCAL]
 
 
 def test_force_local_ignores_the_scheduler() -> None:
