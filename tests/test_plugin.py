@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.available import require_modules
+
 EXAMPLE = Path(__file__).parents[1] / "docs" / "examples" / "test_train_topologies.py"
 
 
@@ -45,6 +47,7 @@ def test_fixtures_apply_and_restore_without_leaking(
 
 
 def test_fake_gpus_patches_torch_too(pytester: pytest.Pytester) -> None:
+    require_modules("torch")
     pytester.makepyfile(
         """
         import torch
@@ -63,5 +66,6 @@ def test_fake_gpus_patches_torch_too(pytester: pytest.Pytester) -> None:
 
 
 def test_the_documented_example_passes(pytester: pytest.Pytester) -> None:
+    require_modules("lightning")
     pytester.makepyfile(**{EXAMPLE.stem: EXAMPLE.read_text()})
     pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=4)
