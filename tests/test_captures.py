@@ -13,15 +13,23 @@ import pytest
 from clusterenv import detect_environment
 from tests.launchers.harness import CAPTURES, check_mpi, check_slurm, check_torchrun
 
-CAPTURE_FILES = sorted(CAPTURES.glob("*.json"))
+# Top level: Slurm 22.05 (Debian 12), torchrun, MPI; slurm-24.11/: Debian trixie's Slurm.
+CAPTURE_FILES = sorted(CAPTURES.rglob("*.json"))
+IDS = [str(path.relative_to(CAPTURES).with_suffix("")) for path in CAPTURE_FILES]
 
 
 def test_captures_exist() -> None:
     launchers = {json.loads(path.read_text())["launcher"] for path in CAPTURE_FILES}
     assert {"slurm", "torchrun", "torchrun+slurm", "openmpi", "mpich"} <= launchers
+    versions = {
+        capture["version"].split()[-1][:5]
+        for capture in (json.loads(path.read_text()) for path in CAPTURE_FILES)
+        if capture["launcher"] == "slurm"
+    }
+    assert versions == {"22.05", "24.11"}
 
 
-@pytest.mark.parametrize("path", CAPTURE_FILES, ids=[path.stem for path in CAPTURE_FILES])
+@pytest.mark.parametrize("path", CAPTURE_FILES, ids=IDS)
 def test_replay(path: Path) -> None:
     capture: dict[str, Any] = json.loads(path.read_text())
     records = []

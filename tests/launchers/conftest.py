@@ -7,14 +7,28 @@ import importlib.util
 import os
 import shutil
 import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.available import unavailable
+from tests.launchers.harness import Slurm
 
-UP = Path(__file__).with_name("slurm-up.sh")
-INSTALL = Path(__file__).with_name("install.sh")
+HERE = Path(__file__).parent
+INSTALL = HERE / "install.sh"
+#: Each version's bring-up and tear-down scripts, and its chroot (None: the host's).
+CLUSTERS = {
+    "22.05": ("slurm-up.sh", "slurm-down.sh", None),
+    "24.11": (
+        "slurm24-up.sh",
+        "slurm24-down.sh",
+        os.environ.get("CLUSTERENV_SLURM24_ROOT", "/var/lib/clusterenv/trixie"),
+    ),
+}
+#: Set to 1 to leave the clusters up after the session, for fast local re-runs.
+KEEP = os.environ.get("CLUSTERENV_KEEP_SLURM") == "1"
 
 # The end-to-end neural-lam runs need neural-lam, which only `nox -s neural-lam` installs.
 collect_ignore = [] if importlib.util.find_spec("neural_lam") else ["neural_lam"]
@@ -25,14 +39,25 @@ def _install_debian_packages() -> None:
         subprocess.run(["bash", str(INSTALL)], capture_output=True, timeout=900, check=False)
 
 
-@pytest.fixture(scope="session")
-def slurm_cluster() -> None:
-    """The loopback cluster of slurm-up.sh (reused when it is already up)."""
+@pytest.fixture(scope="session", params=sorted(CLUSTERS), ids=lambda v: f"slurm-{v}")
+def slurm_cluster(request: pytest.FixtureRequest) -> Iterator[Slurm]:
+    """A real loopback Slurm cluster of each version (reused when it is already up),
+    stopped again at the end of the session unless CLUSTERENV_KEEP_SLURM=1."""
+    version: str = request.param
+    up, down, root = CLUSTERS[version]
     if os.geteuid() != 0:
-        unavailable("the loopback Slurm cluster needs root (tests/launchers/slurm-up.sh)")
-    result = subprocess.run(["bash", str(UP)], capture_output=True, text=True, timeout=900)
+        unavailable(f"the loopback Slurm {version} cluster needs root (tests/launchers/{up})")
+    # The tasks inside the chroot run this Python: its installation must be visible there.
+    env = {**os.environ, "CLUSTERENV_BIND": ":".join({sys.base_prefix, sys.prefix})}
+    result = subprocess.run(
+        ["bash", str(HERE / up)], capture_output=True, text=True, timeout=900, env=env
+    )
     if result.returncode:
-        unavailable(f"tests/launchers/slurm-up.sh failed:\n{result.stderr[-4000:]}")
+        subprocess.run(["bash", str(HERE / down)], capture_output=True, timeout=120, check=False)
+        unavailable(f"tests/launchers/{up} failed:\n{result.stderr[-4000:]}")
+    yield Slurm(version, root)
+    if not KEEP:
+        subprocess.run(["bash", str(HERE / down)], capture_output=True, timeout=120, check=False)
 
 
 @pytest.fixture(scope="session")

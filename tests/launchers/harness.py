@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import socket
 import subprocess
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,30 @@ CAPTURES = Path(__file__).parents[1] / "data" / "captures"
 Record = dict[str, Any]  # {"env": {...}, "spec": {...}} or {"env": ..., "error": ...}
 
 
+@dataclass(frozen=True)
+class Slurm:
+    """One of the suite's real Slurm clusters: the host's (Debian 12: 22.05), or 24.11 in
+    the chroot of slurm24-up.sh, whose commands then run inside the chroot."""
+
+    version: str
+    root: str | None = None
+
+    def argv(self, line: str, workdir: Path) -> list[str]:
+        """How to run the shell ``line`` in ``workdir`` against this cluster."""
+        if self.root is None:
+            return ["bash", "-c", line]
+        clean = ["/usr/bin/env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"]
+        script = f"cd {shlex.quote(str(workdir))} && {line}"
+        return ["chroot", self.root, *clean, "HOME=/root", "bash", "-c", script]
+
+    def command(self, *args: str) -> list[str]:
+        """A Slurm client command (``scontrol``, ``srun --version``) against this cluster."""
+        return [*(("chroot", self.root) if self.root else ()), *args]
+
+
+HOST_SLURM = Slurm("22.05")
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -33,13 +59,19 @@ def free_port() -> int:
         return port
 
 
-def launch(command: str, workdir: Path, timeout: float = 120) -> list[Record]:
+def launch(
+    command: str, workdir: Path, timeout: float = 120, slurm: Slurm = HOST_SLURM
+) -> list[Record]:
     """Run ``command`` (``{task}`` = the report script) in a clean environment."""
-    return [json.loads(path.read_text()) for path in launch_files(command, workdir, timeout)]
+    files = launch_files(command, workdir, timeout, slurm)
+    return [json.loads(path.read_text()) for path in files]
 
 
-def run(command: str, workdir: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run ``command`` with bash in a clean environment, like a fresh login.
+def run(
+    command: str, workdir: Path, timeout: float = 120, slurm: Slurm = HOST_SLURM
+) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` with bash in a clean environment, like a fresh login, against
+    ``slurm``'s cluster where it uses Slurm.
 
     Placeholders: ``{task}`` (report.py into ``{out}``), ``{python}``, ``{report}``,
     ``{fit}`` (fit.py), ``{out}`` (``workdir/records``) and ``{port}`` (a free TCP port).
@@ -53,32 +85,46 @@ def run(command: str, workdir: Path, timeout: float = 120) -> subprocess.Complet
     # Nothing of the test process's own environment leaks into the job.
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"), "LANG": "C.UTF-8"}
     return subprocess.run(
-        ["bash", "-c", line], env=env, cwd=workdir, capture_output=True, text=True, timeout=timeout
+        slurm.argv(line, workdir),
+        env=env,
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
-def launch_files(command: str, workdir: Path, timeout: float = 120) -> list[Path]:
+def launch_files(
+    command: str, workdir: Path, timeout: float = 120, slurm: Slurm = HOST_SLURM
+) -> list[Path]:
     """Run ``command`` (see :func:`run`); the files its tasks wrote into ``{out}``."""
-    result = run(command, workdir, timeout)
+    result = run(command, workdir, timeout, slurm)
     if result.returncode:
         raise AssertionError(
-            f"{result.args[2]!r} exited {result.returncode}:\n{result.stderr[-3000:]}"
+            f"{result.args[-1]!r} exited {result.returncode}:\n{result.stderr[-3000:]}"
         )
     files = sorted((workdir / "records").glob("*.json"))
     if not files:
-        raise AssertionError(f"{result.args[2]!r} started no task:\n{result.stderr[-3000:]}")
+        raise AssertionError(f"{result.args[-1]!r} started no task:\n{result.stderr[-3000:]}")
     return files
 
 
-def scontrol_hostnames(nodelist: str) -> list[str]:
+def scontrol_hostnames(nodelist: str, slurm: Slurm = HOST_SLURM) -> list[str] | None:
+    """``scontrol show hostnames``; ``None`` where it rejects the list (22.05 exits 0 after
+    "Invalid hostlist", so a rejected list is one that prints no host)."""
     result = subprocess.run(
-        ["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True, timeout=30
+        slurm.command("scontrol", "show", "hostnames", nodelist),
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
-    return result.stdout.split() if result.returncode == 0 else []
+    hosts = result.stdout.split()
+    return hosts if result.returncode == 0 and hosts else None
 
 
-def slurm_version() -> str:
-    return subprocess.run(["srun", "--version"], capture_output=True, text=True).stdout.strip()
+def slurm_version(slurm: Slurm = HOST_SLURM) -> str:
+    command = slurm.command("srun", "--version")
+    return subprocess.run(command, capture_output=True, text=True).stdout.strip()
 
 
 def _agree(specs: list[Record], *fields: str) -> None:
@@ -177,5 +223,6 @@ def record_capture(
     ]
     tasks.sort(key=lambda task: json.dumps(task, sort_keys=True))
     capture = {"name": name, "command": command, **extra, "tasks": tasks}
-    CAPTURES.mkdir(parents=True, exist_ok=True)
-    (CAPTURES / f"{name}.json").write_text(json.dumps(capture, indent=1, sort_keys=True) + "\n")
+    path = CAPTURES / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(capture, indent=1, sort_keys=True) + "\n")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Stop exactly the daemons tests/launchers/slurm-up.sh started (by their pid files, never
-# by name) and restore the Slurm configuration it replaced. --keep-config leaves
-# /etc/slurm as it is (slurm-up.sh uses that to restart a half-started cluster).
+# by name) and restore /etc/slurm from the snapshot slurm-up.sh took, byte for byte (its
+# absence included). --keep-config leaves /etc/slurm as it is (slurm-up.sh uses that to
+# restart a half-started cluster).
 set -uo pipefail
 
 STATE=${CLUSTERENV_SLURM_DIR:-/tmp/clusterenv-slurm}
@@ -26,12 +27,18 @@ done
 for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null; done
 
 if [ "${1:-}" != "--keep-config" ]; then
-    for file in slurm.conf gres.conf; do
-        if [ -f "$STATE/backup/$file" ]; then
-            mv "$STATE/backup/$file" "/etc/slurm/$file"
-        elif grep -qF "$MARK" "/etc/slurm/$file" 2>/dev/null; then
-            rm -f "/etc/slurm/$file"
-        fi
-    done
+    if [ -f "$STATE/etc-slurm.tar" ]; then
+        rm -rf /etc/slurm && tar -C /etc -xpf "$STATE/etc-slurm.tar" && rm -f "$STATE/etc-slurm.tar"
+    elif [ -f "$STATE/etc-slurm.absent" ]; then
+        rm -rf /etc/slurm && rm -f "$STATE/etc-slurm.absent"
+    elif grep -qF "$MARK" /etc/slurm/slurm.conf 2>/dev/null; then
+        echo "slurm-down: no snapshot of /etc/slurm; removing only the files slurm-up.sh wrote" >&2
+        rm -f /etc/slurm/slurm.conf /etc/slurm/gres.conf
+    fi
+fi
+if [ "${1:-}" != "--keep-config" ]; then
+    case "$STATE" in  # the state directory is ours alone: remove it, never anything else
+        */clusterenv-slurm*) rm -rf "$STATE" ;;
+    esac
 fi
 echo "slurm-down: stopped ${#pids[@]} daemons" >&2

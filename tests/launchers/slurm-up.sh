@@ -5,8 +5,9 @@
 # 127.0.0.1), each node with 4 CPUs and two fake typed GPUs (gpu:a100:2) backed by
 # character device nodes. Idempotent: if our cluster is already up, it only checks it.
 # Needs root. Installs slurm-wlm, slurm-client, munge and PMIx when missing (install.sh).
-# Writes /etc/slurm/slurm.conf and gres.conf, backing up files it did not write;
-# tests/launchers/slurm-down.sh stops exactly what this started and restores them.
+# Writes /etc/slurm/slurm.conf and gres.conf after taking a snapshot of /etc/slurm as it was
+# (its absence included); tests/launchers/slurm-down.sh stops exactly what this started and
+# restores /etc/slurm from the snapshot, byte for byte.
 set -euo pipefail
 
 STATE=${CLUSTERENV_SLURM_DIR:-/tmp/clusterenv-slurm}
@@ -40,12 +41,23 @@ if grep -qF "$MARK" "$CONF_DIR/slurm.conf" 2>/dev/null && alive "$STATE/run/slur
     exit 0
 fi
 
+# The snapshot comes first, before the packages may create /etc/slurm, and only once: a
+# half-started cluster of ours has already replaced the files.
+mkdir -p "$STATE"
+if [ ! -e "$STATE/etc-slurm.tar" ] && [ ! -e "$STATE/etc-slurm.absent" ]; then
+    if [ -e "$CONF_DIR" ]; then
+        tar -C /etc -cpf "$STATE/etc-slurm.tar" slurm
+    else
+        touch "$STATE/etc-slurm.absent"
+    fi
+fi
+
 bash "$(dirname "$0")/install.sh"
 
 # A half-started cluster of ours from an earlier run: stop it before starting afresh.
 [ -d "$STATE/run" ] && bash "$(dirname "$0")/slurm-down.sh" --keep-config
 
-mkdir -p "$STATE"/{run,log,state,spool,tmp,dev,backup}
+mkdir -p "$STATE"/{run,log,state,spool,tmp,dev}
 for node in "${NODES[@]}"; do mkdir -p "$STATE/tmp/$node" "$STATE/spool/$node"; done
 # Fake GPUs: slurmd only binds GRES files that are character devices (major 195 = nvidia).
 for i in 0 1; do
@@ -53,11 +65,6 @@ for i in 0 1; do
 done
 
 mkdir -p "$CONF_DIR"
-for file in slurm.conf gres.conf; do
-    if [ -f "$CONF_DIR/$file" ] && ! grep -qF "$MARK" "$CONF_DIR/$file"; then
-        cp -p "$CONF_DIR/$file" "$STATE/backup/$file"
-    fi
-done
 
 {
     echo "$MARK"

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.launchers.harness import (
+    Slurm,
     check_mpi,
     check_slurm,
     check_torchrun,
@@ -71,7 +72,7 @@ TORCHRUN_LAUNCHES = {
 }
 
 
-def _hostnames(records: list[dict[str, object]]) -> dict[str, list[str]]:
+def _hostnames(records: list[dict[str, object]], slurm: Slurm) -> dict[str, list[str]]:
     lists = {
         env[name]
         for record in records
@@ -80,15 +81,19 @@ def _hostnames(records: list[dict[str, object]]) -> dict[str, list[str]]:
         for name in ("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST")
         if name in env
     }
-    return {nodelist: scontrol_hostnames(nodelist) for nodelist in sorted(lists)}
+    return {nodelist: scontrol_hostnames(nodelist, slurm) or [] for nodelist in sorted(lists)}
+
+
+def _capture_name(name: str, slurm: Slurm) -> str:
+    """22.05's captures are the top level of tests/data/captures; 24.11's its subfolder."""
+    return name if slurm.root is None else f"slurm-{slurm.version}/{name}"
 
 
 @pytest.mark.slurm
-@pytest.mark.usefixtures("slurm_cluster")
 @pytest.mark.parametrize("name", sorted(SLURM_LAUNCHES))
-def test_slurm_launch(name: str, tmp_path: Path) -> None:
-    records = launch(SLURM_LAUNCHES[name], tmp_path)
-    hostnames = _hostnames(records)
+def test_slurm_launch(name: str, tmp_path: Path, slurm_cluster: Slurm) -> None:
+    records = launch(SLURM_LAUNCHES[name], tmp_path, slurm=slurm_cluster)
+    hostnames = _hostnames(records, slurm_cluster)
     check_slurm(records, hostnames.__getitem__)
     job_names = {"salloc-srun-interactive-name": "interactive", "job-name-bash": "bash"}
     for record in records:
@@ -98,17 +103,16 @@ def test_slurm_launch(name: str, tmp_path: Path) -> None:
         assert spec["gpus_per_node"] == GPUS_PER_NODE.get(name, 0)
         assert spec["accelerator"] == ("gpu" if name in GPUS_PER_NODE else "cpu")
     record_capture(
-        name,
+        _capture_name(name, slurm_cluster),
         SLURM_LAUNCHES[name],
         records,
-        {"launcher": "slurm", "version": slurm_version(), "hostnames": hostnames},
+        {"launcher": "slurm", "version": slurm_version(slurm_cluster), "hostnames": hostnames},
     )
 
 
 @pytest.mark.slurm
-@pytest.mark.usefixtures("slurm_cluster")
-def test_gpus_per_task_binds_one_device_per_task(tmp_path: Path) -> None:
-    records = launch(SLURM_LAUNCHES["gpus-per-task"], tmp_path)
+def test_gpus_per_task_binds_one_device_per_task(tmp_path: Path, slurm_cluster: Slurm) -> None:
+    records = launch(SLURM_LAUNCHES["gpus-per-task"], tmp_path, slurm=slurm_cluster)
     by_node: dict[str, list[list[str]]] = {}
     for record in records:
         by_node.setdefault(record["env"]["SLURMD_NODENAME"], []).append(
@@ -131,17 +135,18 @@ def test_torchrun_launch(name: str, tmp_path: Path) -> None:
 
 @pytest.mark.slurm
 @pytest.mark.torchrun
-@pytest.mark.usefixtures("slurm_cluster", "torchrun")
-def test_torchrun_inside_srun(tmp_path: Path) -> None:
+@pytest.mark.usefixtures("torchrun")
+def test_torchrun_inside_srun(tmp_path: Path, slurm_cluster: Slurm) -> None:
     command = (
         "srun -N2 --ntasks-per-node=1 "
         f"{TORCHRUN} --nnodes=2 --rdzv_backend=c10d --rdzv_endpoint=127.0.0.1:{{port}}"
         " --rdzv_id=exp7 {report} {out}"
     )
-    records = launch(command, tmp_path)
+    records = launch(command, tmp_path, slurm=slurm_cluster)
     assert len(records) == 4
     check_torchrun(records)
-    record_capture("torchrun-inside-srun", command, records, {"launcher": "torchrun+slurm"})
+    name = _capture_name("torchrun-inside-srun", slurm_cluster)
+    record_capture(name, command, records, {"launcher": "torchrun+slurm"})
 
 
 @pytest.mark.mpi
@@ -187,11 +192,11 @@ def test_multi_node_mpi_without_master_addr_says_what_to_export(tmp_path: Path) 
 
 
 @pytest.mark.slurm
-@pytest.mark.usefixtures("slurm_cluster")
-def test_inspect_json_in_every_task(tmp_path: Path) -> None:
+def test_inspect_json_in_every_task(tmp_path: Path, slurm_cluster: Slurm) -> None:
     """`srun -N2 -n4 clusterenv inspect --json`: four consistent documents, one per task."""
     command = "srun -N2 -n4 -o {out}/%t.json {python} -m clusterenv inspect --json"
-    reports = [json.loads(path.read_text()) for path in sorted(launch_files(command, tmp_path))]
+    paths = sorted(launch_files(command, tmp_path, slurm=slurm_cluster))
+    reports = [json.loads(path.read_text()) for path in paths]
     specs = [report["spec"] for report in reports]
     assert sorted(spec["global_rank"] for spec in specs) == [0, 1, 2, 3]
     assert {(spec["world_size"], spec["master_addr"], spec["master_port"]) for spec in specs} == {

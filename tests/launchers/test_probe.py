@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from clusterenv.testing import slurm_env
-from tests.launchers.harness import free_port, run
+from tests.launchers.harness import Slurm, free_port, run
 
 PROBE = "{python} -m clusterenv probe --timeout 20"
 TORCHRUN = "{python} -m torch.distributed.run"
@@ -56,15 +56,17 @@ def test_probe_succeeds_under_torchrun(
 
 
 @pytest.mark.slurm
-@pytest.mark.usefixtures("slurm_cluster")
-def test_probe_under_srun_reports_unresolvable_names_then_succeeds(tmp_path: Path) -> None:
+def test_probe_under_srun_reports_unresolvable_names_then_succeeds(
+    tmp_path: Path, slurm_cluster: Slurm
+) -> None:
     # The emulated node names do not resolve here: exactly what a broken DNS looks like.
-    result = run(f"srun -N2 --ntasks-per-node=2 {PROBE}", tmp_path)
+    result = run(f"srun -N2 --ntasks-per-node=2 {PROBE}", tmp_path, slurm=slurm_cluster)
     assert result.returncode != 0
     assert "does not resolve" in result.stderr
     assert "'cn001' (from SLURM_STEP_NODELIST='cn[001-002]')" in result.stderr
     assert "export MASTER_ADDR" in result.stderr
-    result = run(f"MASTER_ADDR=127.0.0.1 srun -N2 --ntasks-per-node=2 {PROBE}", tmp_path)
+    command = f"MASTER_ADDR=127.0.0.1 srun -N2 --ntasks-per-node=2 {PROBE}"
+    result = run(command, tmp_path, slurm=slurm_cluster)
     assert result.returncode == 0, result.stderr[-3000:]
     assert table_ranks(result.stdout) == [0, 1, 2, 3]
     assert "OK: 4 ranks on 2 node(s)" in result.stdout

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Stop the Slurm 24.11 cluster of slurm24-up.sh (by its pid files, never by name) and undo
+# its mounts, newest first. The chroot itself stays, as a cache for the next run; delete it
+# (rm -rf, after checking `findmnt -R $ROOT` shows nothing) to rebuild from nothing.
+# --daemons-only leaves the mounts (slurm24-up.sh uses that to restart the daemons).
+set -uo pipefail
+
+ROOT=${CLUSTERENV_SLURM24_ROOT:-/var/lib/clusterenv/trixie}
+STATE=/var/lib/clusterenv-slurm
+
+pids=()
+for pidfile in "$ROOT$STATE"/run/slurmd-*.pid "$ROOT$STATE"/run/slurmctld.pid "$ROOT$STATE"/run/munged.pid; do
+    [ -f "$pidfile" ] || continue
+    pid=$(cat "$pidfile")
+    rm -f "$pidfile"
+    case "$(cat "/proc/$pid/comm" 2>/dev/null)" in
+        slurmd | slurmctld | munged) kill "$pid" 2>/dev/null && pids+=("$pid") ;;
+    esac
+done
+for _ in $(seq 50); do
+    running=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && running=1; done
+    [ "$running" = 0 ] && break
+    sleep 0.1
+done
+for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null; done
+
+unmounted=0
+if [ "${1:-}" != "--daemons-only" ]; then
+    # Every mount under the chroot, the most recent (deepest) first.
+    mapfile -t targets < <(awk -v root="$ROOT" '$2 == root || index($2, root "/") == 1 { print $2 }' /proc/self/mounts | tac)
+    for target in "${targets[@]}"; do
+        umount "$target" 2>/dev/null || umount -l "$target" 2>/dev/null || echo "slurm24-down: cannot unmount $target" >&2
+        unmounted=$((unmounted + 1))
+    done
+fi
+echo "slurm24-down: stopped ${#pids[@]} daemons, undid $unmounted mounts" >&2

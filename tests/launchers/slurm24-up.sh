@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# Bring up a real Slurm 24.11 (Debian trixie's slurm-wlm) in a chroot beside the host's
+# 22.05 cluster (slurm-up.sh), for the test suite. The host system is untouched: every file
+# of this cluster (packages, config, munge key, state, logs, fake GPUs) lives in the chroot.
+#
+# Same nodes as the 22.05 cluster (cn001 cn002 cn003 gpu-a1 on 127.0.0.1, 4 CPUs and two
+# fake gpu:a100 each), on other ports, so both run at once. The tasks see the repository,
+# this machine's Python (so the suite's venv works inside) and /tmp (where the tests' work
+# directories are) through read-only / read-write bind mounts.
+# Idempotent: with the cluster up it only checks it. Needs root. Timings on a 2-core
+# machine: debootstrap ~25 s, packages ~25 s (only the first time), daemons < 1 s.
+# Environment: CLUSTERENV_SLURM24_ROOT (the chroot, default /var/lib/clusterenv/trixie),
+# CLUSTERENV_BIND (extra paths to bind read-only, colon-separated: the venv's Python).
+set -euo pipefail
+
+ROOT=${CLUSTERENV_SLURM24_ROOT:-/var/lib/clusterenv/trixie}
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+STATE=/var/lib/clusterenv-slurm   # inside the chroot
+NODES=(cn001 cn002 cn003 gpu-a1)
+HOST=$(hostname -s)
+MIRROR=${CLUSTERENV_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+PACKAGES=(slurm-wlm slurmctld slurmd slurm-client munge libpmix-dev)
+# What this machine's Python (bound in, so the tasks run the suite's venv) links against.
+PACKAGES+=(libffi8 libssl3t64 libsqlite3-0 libbz2-1.0 liblzma5 zlib1g libuuid1 libreadline8t64)
+PACKAGES+=(libncursesw6 libgdbm6t64 libstdc++6 libgomp1)
+
+log() { echo "slurm24-up: $*" >&2; }
+in_root() { chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
+
+fail() {
+    log "$*"
+    for f in "$ROOT$STATE"/log/*.log; do
+        [ -f "$f" ] && { echo "--- tail of $f" >&2; tail -n 20 "$f" >&2; }
+    done
+    exit 1
+}
+
+[ "$(id -u)" = 0 ] || fail "must run as root (debootstrap, mount, chroot, slurmd)"
+
+all_idle() {
+    local states
+    states=$(timeout 5 chroot "$ROOT" sinfo -h -N -o '%N %t' 2>/dev/null) || return 1
+    [ "$(grep -c ' idle$' <<<"$states")" = "${#NODES[@]}" ]
+}
+
+alive() { [ -f "$ROOT$1" ] && kill -0 "$(cat "$ROOT$1")" 2>/dev/null; }
+
+mounted() { mountpoint -q "$ROOT$1"; }
+
+if mounted /proc && alive "$STATE/run/slurmctld.pid" && all_idle; then
+    log "already up"
+    exit 0
+fi
+
+# 1. The chroot: Debian trixie with Slurm 24.11, made once and kept (a cache, like the
+#    host's packages). A build that stopped half-way is finished, not restarted.
+if [ "$(cat "$ROOT/.clusterenv-ready" 2>/dev/null)" != "${PACKAGES[*]}" ]; then
+    command -v debootstrap >/dev/null || {
+        log "installing debootstrap"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=600 debootstrap >/dev/null ||
+            { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null; }
+    }
+    if [ ! -x "$ROOT/usr/bin/apt-get" ]; then
+        log "debootstrap trixie into $ROOT (~25 s)"
+        mkdir -p "$ROOT"
+        debootstrap --variant=minbase trixie "$ROOT" "$MIRROR" >"$ROOT.debootstrap.log" 2>&1 ||
+            { tail -n 30 "$ROOT.debootstrap.log" >&2; fail "debootstrap failed (log: $ROOT.debootstrap.log)"; }
+    fi
+    # Package scripts must start no service in the chroot.
+    printf '#!/bin/sh\nexit 101\n' >"$ROOT/usr/sbin/policy-rc.d"
+    chmod 755 "$ROOT/usr/sbin/policy-rc.d"
+    cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
+    log "installing ${PACKAGES[*]} in the chroot (~25 s)"
+    mount -t proc proc "$ROOT/proc" 2>/dev/null || true
+    in_root bash -c "export DEBIAN_FRONTEND=noninteractive; apt-get update -qq &&
+        apt-get install -y -qq --no-install-recommends ${PACKAGES[*]} && apt-get clean" >"$ROOT.apt.log" 2>&1 ||
+        { tail -n 30 "$ROOT.apt.log" >&2; fail "apt-get install in the chroot failed (log: $ROOT.apt.log)"; }
+    umount "$ROOT/proc"
+    echo "${PACKAGES[*]}" >"$ROOT/.clusterenv-ready"
+fi
+
+# 2. Mounts (undone in reverse by slurm24-down.sh). munge resolves the host name: hosts file.
+cp /etc/hosts "$ROOT/etc/hosts"
+bind() {  # source, target inside the chroot, options
+    mounted "$2" && return 0
+    mkdir -p "$ROOT$2"
+    mount --bind "$1" "$ROOT$2"
+    mount --make-rslave "$ROOT$2"
+    [ "${3:-}" = ro ] && mount -o remount,bind,ro "$ROOT$2"
+    return 0
+}
+mounted /proc || mount -t proc proc "$ROOT/proc"
+mounted /sys || { mount --rbind /sys "$ROOT/sys" && mount --make-rslave "$ROOT/sys"; }
+bind /dev /dev
+bind /dev/pts /dev/pts
+bind /dev/shm /dev/shm
+bind /tmp /tmp
+bind "$REPO" "$REPO" ro
+IFS=: read -r -a extra <<<"${CLUSTERENV_BIND:-}"
+for path in "${extra[@]}"; do
+    # Never hide a directory of the chroot's own system (a Python in /usr).
+    if [ -n "$path" ] && [ -d "$path" ] && ! mounted "$path" && [ -z "$(ls -A "$ROOT$path" 2>/dev/null)" ]; then
+        bind "$path" "$path" ro
+    fi
+done
+
+# 3. Configuration and daemons, all inside the chroot.
+[ -d "$ROOT$STATE/run" ] && bash "$(dirname "$0")/slurm24-down.sh" --daemons-only
+mkdir -p "$ROOT$STATE"/{run,log,state,dev} "$ROOT/etc/slurm"
+for node in "${NODES[@]}"; do mkdir -p "$ROOT$STATE/tmp/$node" "$ROOT$STATE/spool/$node"; done
+for i in 0 1; do
+    [ -c "$ROOT$STATE/dev/nvidia$i" ] || mknod "$ROOT$STATE/dev/nvidia$i" c 195 "$i"
+done
+{
+    cat <<EOF
+ClusterName=clusterenv24
+SlurmctldHost=$HOST(127.0.0.1)
+SlurmctldPort=26817
+SrunPortRange=61001-61500
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+SlurmctldPidFile=$STATE/run/slurmctld.pid
+SlurmctldLogFile=$STATE/log/slurmctld.log
+SlurmdPidFile=$STATE/run/slurmd-%n.pid
+SlurmdLogFile=$STATE/log/slurmd-%n.log
+SlurmdSpoolDir=$STATE/spool/%n
+StateSaveLocation=$STATE/state
+TmpFS=$STATE/tmp/%n
+SlurmdParameters=config_overrides
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+MpiDefault=none
+MailProg=/bin/true
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+SchedulerType=sched/backfill
+SchedulerParameters=bf_interval=1
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+ReturnToService=2
+InactiveLimit=0
+KillWait=2
+MinJobAge=5
+GresTypes=gpu
+NodeName=DEFAULT CPUs=4 RealMemory=4000 Gres=gpu:a100:2 State=UNKNOWN
+EOF
+    port=26818
+    for node in "${NODES[@]}"; do
+        echo "NodeName=$node NodeAddr=127.0.0.1 NodeHostname=$HOST Port=$port"
+        port=$((port + 1))
+    done
+    echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
+} >"$ROOT/etc/slurm/slurm.conf"
+{
+    echo "AutoDetect=off"
+    echo "Name=gpu Type=a100 File=$STATE/dev/nvidia[0-1]"
+} >"$ROOT/etc/slurm/gres.conf"
+
+if ! in_root bash -c 'munge -n 2>/dev/null | unmunge >/dev/null 2>&1'; then
+    in_root bash -c '
+        [ -f /etc/munge/munge.key ] || mungekey -c
+        chown munge:munge /etc/munge/munge.key && chmod 400 /etc/munge/munge.key
+        mkdir -p /run/munge /var/log/munge /var/lib/munge
+        chown munge:munge /run/munge /var/log/munge /var/lib/munge && chmod o+x /run/munge
+        runuser -u munge -- munged --pid-file=/run/munge/munged.pid' || fail "munged did not start"
+    cp "$ROOT/run/munge/munged.pid" "$ROOT$STATE/run/munged.pid"
+    for _ in $(seq 50); do in_root bash -c 'munge -n | unmunge' >/dev/null 2>&1 && break; sleep 0.1; done
+fi
+in_root slurmctld -c || fail "slurmctld did not start"
+for node in "${NODES[@]}"; do
+    in_root slurmd -N "$node" || fail "slurmd -N $node did not start"
+done
+for _ in $(seq 150); do
+    all_idle && { log "up: ${NODES[*]} idle ($(chroot "$ROOT" sinfo --version))"; exit 0; }
+    sleep 0.2
+done
+fail "nodes not idle after 30 s: $(chroot "$ROOT" sinfo -h -N -o '%N %t' 2>&1 | tr '\n' ' ')"
