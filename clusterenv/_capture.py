@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
+from clusterenv._safe import redact_value
 from clusterenv.sources import DETECTORS
 
 __all__ = ["launcher_variables"]
@@ -12,7 +12,6 @@ __all__ = ["launcher_variables"]
 # Besides each source's own variables: the GPUs (read by clusterenv._gpu) and the override.
 _CORE_PREFIXES = ("CUDA_",)
 _CORE_NAMES = frozenset({"CLUSTERENV_SOURCE"})
-_SECRET = re.compile(r"TOKEN|SECRET|PASSW|CRED|KEY|AUTH|COOKIE|SESSION", re.IGNORECASE)
 
 
 def _captured(name: str) -> bool:
@@ -22,9 +21,10 @@ def _captured(name: str) -> bool:
 
 
 def launcher_variables(env: Mapping[str, str], *, redact: bool = True) -> dict[str, str]:
-    """The scheduler, launcher and CUDA variables of ``env``, sorted; secrets redacted."""
+    """The scheduler, launcher and CUDA variables of ``env``, sorted; secrets redacted by
+    name and by value (:mod:`clusterenv._safe`)."""
     return {
-        name: "<redacted>" if redact and _SECRET.search(name) else value
+        name: redact_value(name, value) if redact else value
         for name, value in sorted(env.items())
         if _captured(name)
     }

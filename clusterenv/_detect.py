@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pydantic import ValidationError
 
 from clusterenv._gpu import probe_gpus
-from clusterenv._reader import EnvReader, FileReader, GpuProbe, read_text_file
+from clusterenv._reader import MAX_VALUE_LENGTH, EnvReader, FileReader, GpuProbe, read_text_file
+from clusterenv._safe import shorten
 from clusterenv._spec import ResourceSpec, Source
 from clusterenv.exceptions import InconsistentEnvironmentError, InvalidVariableError
 from clusterenv.sources import DETECTORS, Detector
@@ -29,9 +31,42 @@ def _choose(env: Mapping[str, str]) -> Detector:
             return detector
     names = ", ".join(source.value for source in Source)
     raise InvalidVariableError(
-        f"{FORCE_VARIABLE}={env[FORCE_VARIABLE]!r} is not a known source",
+        f"{FORCE_VARIABLE}={shorten(env[FORCE_VARIABLE])!r} is not a known source",
         variables=(FORCE_VARIABLE,),
         hint=f"use one of {names}, or unset it to detect the source automatically",
+    )
+
+
+def _check_lengths(env: Mapping[str, str]) -> None:
+    """Refuse an over-long value of any variable a source reads, before parsing anything."""
+    for name in env:
+        if any(d.captures(name) for d in DETECTORS) and len(value := env[name]) > MAX_VALUE_LENGTH:
+            raise InvalidVariableError(
+                f"{name}={shorten(value)!r} is longer than {MAX_VALUE_LENGTH} characters, "
+                "more than any launcher writes",
+                variables=(name,),
+                hint=f"unset {name} or fix what sets it; launchers write compact values",
+            )
+
+
+_ADDRESS = re.compile(r"[A-Za-z0-9_.-]+|\[?[0-9A-Fa-f:.]+\]?")
+
+
+def _check_main_address(reader: EnvReader, address: str) -> None:
+    """A host name or an IP address: ``cn001:29500`` (a port) or a space is a mistake."""
+    if _ADDRESS.fullmatch(address) and not re.fullmatch(r"[^:]+:[0-9]+", address):
+        return
+    names = reader.origins.get("master_addr", ("MASTER_ADDR",))
+    port = address.rpartition(":")[2]
+    hint = (
+        f"set {names[0]} to the host alone and MASTER_PORT={port}"
+        if ":" in address and port.isdigit()
+        else f"set {names[0]} to a host name or IP address of rank 0's node"
+    )
+    raise InvalidVariableError(
+        f"{names[0]}={shorten(address)!r} is not a host name or IP address",
+        variables=names,
+        hint=hint,
     )
 
 
@@ -71,13 +106,16 @@ def explain_environment(
 ) -> Detection:
     """Like :func:`detect_environment`, with the reasons (what ``clusterenv inspect`` shows)."""
     reader = EnvReader(os.environ if env is None else env, read_file)
+    _check_lengths(reader.env)
     detector = _choose(reader.env)
     fields = detector.read(reader, gpu_probe or probe_gpus)
+    _check_main_address(reader, fields.get("master_addr", ""))
     origins = {field: reader.describe(field) for field in reader.origins}
     forced = reader.env.get(FORCE_VARIABLE, "").strip()
-    reason = f"{FORCE_VARIABLE}={forced!r}" if forced else detector.reason
+    reason = f"{FORCE_VARIABLE}={shorten(forced)!r}" if forced else detector.reason
+    short = {field: reader.describe(field, limit=60) for field in reader.origins}
     try:
-        spec = ResourceSpec.model_validate(fields, context={"origins": origins})
+        spec = ResourceSpec.model_validate(fields, context={"origins": short})
     except ValidationError as error:
         problems = "; ".join(
             detail["msg"].removeprefix("Value error, ") for detail in error.errors()

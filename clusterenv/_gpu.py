@@ -10,22 +10,37 @@ from clusterenv._spec import Accelerator, Fields
 
 __all__ = ["gpu_fields", "parse_cuda_visible_devices", "probe_gpus", "visible_gpus"]
 
-_INDEX = re.compile(r"[0-9]+")
-_UUID = re.compile(r"(GPU|MIG)-[0-9A-Za-z/._-]+")
+_LEADING_INDEX = re.compile(r"\+?([0-9]{1,9})")  # strtoul's digits; -N ends the list
 _PROC_GPUS = "/proc/driver/nvidia/gpus"
 
 
 def parse_cuda_visible_devices(value: str) -> tuple[str, ...]:
     """Device ids in ``CUDA_VISIBLE_DEVICES``, as the CUDA runtime reads them.
 
-    CUDA stops at the first entry that is not an index or a ``GPU-``/``MIG-`` UUID, so
-    ``""``, ``"-1"`` and Slurm's ``"NoDevFiles"`` mean no GPU and ``"0,-1,1"`` means ``0``.
+    The rules are those PyTorch's ``torch.cuda._parse_visible_devices`` reproduces from
+    the CUDA runtime: a list of ``GPU-``/``MIG-`` UUIDs (all with the prefix of the first;
+    the list ends at the first that lacks it), or of indices each read like C's
+    ``strtoul`` (``" 2 "`` is 2, ``"+1"`` is 1, ``"1e3"`` and ``"1gpu"`` are 1) where a
+    negative or non-numeric entry ends the list (``"0,-1,1"`` is ``0``; ``""``, ``"-1"``
+    and Slurm's ``"NoDevFiles"`` are none) and a repeated one hides every GPU
+    (``"0,0"`` is none).
     """
+    stripped = value.strip()
+    prefix = next((p for p in ("GPU-", "MIG-") if stripped.startswith(p)), None)
     devices: list[str] = []
-    for entry in (item.strip() for item in value.split(",")):
-        if not (_INDEX.fullmatch(entry) or _UUID.fullmatch(entry)):
-            break
-        devices.append(entry)
+    for entry in stripped.split(",") if prefix else value.split(","):
+        if prefix is not None:
+            if not entry.startswith(prefix):
+                break
+            device = entry
+        else:
+            number = _LEADING_INDEX.match(entry.strip())
+            if number is None:
+                break
+            device = str(int(number.group(1)))
+        if device in devices:
+            return ()
+        devices.append(device)
     return tuple(devices)
 
 

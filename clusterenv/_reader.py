@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+import stat
 from collections.abc import Callable, Mapping, Sequence
 
+from clusterenv._safe import redact_value, shorten
 from clusterenv.exceptions import InvalidVariableError, MissingVariableError
 
 __all__ = [
     "MAX_DIGITS",
+    "MAX_FILE_BYTES",
+    "MAX_HOST_LINES",
+    "MAX_VALUE_LENGTH",
     "EnvReader",
     "FileReader",
     "GpuProbe",
+    "host_lines",
     "parse_integer",
+    "read_bytes",
     "read_text_file",
-    "shorten",
 ]
 
 #: Returns the CUDA device ids this machine shows when ``CUDA_VISIBLE_DEVICES`` is unset.
@@ -23,14 +31,69 @@ GpuProbe = Callable[[], Sequence[str]]
 FileReader = Callable[[str], str]
 
 _UNSIGNED = re.compile(r"[0-9]+")
+_HOST = re.compile(r"[A-Za-z0-9_.-]{1,253}")
+#: The longest variable detection reads: a compressed node list of a 10 000-node job with
+#: no two neighbours is < 100 KiB. Longer values are refused before any parsing.
+MAX_VALUE_LENGTH = 128 * 1024
+#: The largest host file read (one line per slot: 16 MiB is ~10^6 slots).
+MAX_FILE_BYTES = 16 * 1024 * 1024
+#: The most lines (slots) a host file may list.
+MAX_HOST_LINES = 1_000_000
 #: No real count, rank, port or job id needs more digits; refusing longer values before
 #: ``int()`` keeps Python's 4300-digit ValueError (and its quadratic conversion) away.
 MAX_DIGITS = 18
 
 
 def read_text_file(path: str) -> str:
-    with open(path, encoding="utf-8", errors="replace") as file:
-        return file.read()
+    """The text of a regular file of at most ``MAX_FILE_BYTES``; ``OSError`` otherwise."""
+    return read_bytes(path).decode("utf-8", errors="replace")
+
+
+def read_bytes(path: str) -> bytes:
+    """The bytes of a regular file of at most ``MAX_FILE_BYTES``; ``OSError`` otherwise.
+
+    Opened without blocking (a FIFO with no writer would hang ``open``), checked to be a
+    regular file (not ``/dev/zero``, a directory or a FIFO) and read with a size cap.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        if info.st_size > MAX_FILE_BYTES:
+            raise OSError(errno.EFBIG, f"larger than {MAX_FILE_BYTES} bytes", path)
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            data = file.read(MAX_FILE_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_FILE_BYTES:  # grew while being read, or /proc-style size 0
+        raise OSError(errno.EFBIG, f"larger than {MAX_FILE_BYTES} bytes", path)
+    return data
+
+
+def host_lines(name: str, path: str, text: str, hint: str) -> list[str]:
+    """The host of each line of host file ``path`` (named by variable ``name``): its first
+    word, one line per slot, so hosts repeat. Anything but host names is refused, so that
+    a variable naming another file (``/proc/self/environ``) shows none of its text."""
+    hosts: list[str] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        words = line.split(maxsplit=1)
+        if not words:
+            continue
+        if not _HOST.fullmatch(words[0]) or len(hosts) >= MAX_HOST_LINES:
+            problem = (
+                f"more than {MAX_HOST_LINES} lines"
+                if len(hosts) >= MAX_HOST_LINES
+                else f"line {number} is not a host name"
+            )
+            raise InvalidVariableError(
+                f"{name}={shorten(path)!r} is not a host file: {problem}",
+                variables=(name,),
+                hint=f"{hint}; the file lists one host name per line (per slot)",
+            )
+        hosts.append(words[0])
+    return hosts
 
 
 class EnvReader:
@@ -47,17 +110,18 @@ class EnvReader:
         self.origins: dict[str, tuple[str, ...]] = {}
         self._read_file = read_file
 
-    def file(self, field: str, name: str, *, hint: str) -> str:
-        """The text of the file that variable ``name`` names (e.g. a hostfile)."""
+    def hosts(self, field: str, name: str, *, hint: str) -> list[str]:
+        """The hosts of the host file that variable ``name`` names, one per slot."""
         path = self.text(field, name, hint=hint)
         try:
-            return self._read_file(path)
+            text = self._read_file(path)
         except OSError as error:
             raise InvalidVariableError(
-                f"{name}={path!r} cannot be read ({error.strerror or error})",
+                f"{name}={shorten(path)!r} cannot be read ({error.strerror or error})",
                 variables=(name,),
-                hint=f"{hint}; the file must be readable on this node",
+                hint=f"{hint}; the file must be a readable regular file on this node",
             ) from None
+        return host_lines(name, path, text, hint)
 
     def lookup(self, *names: str) -> tuple[str, str] | None:
         """``(name, value)`` of the first of ``names`` that is set, else ``None``."""
@@ -82,9 +146,16 @@ class EnvReader:
         """The variable ``field`` was read from (the first, where there are several)."""
         return self.origins[field][0]
 
-    def describe(self, field: str) -> str:
-        """``"VAR='value', ..."`` for the variables ``field`` came from ('' if none)."""
-        return ", ".join(f"{name}={self.env[name]!r}" for name in self.origins.get(field, ()))
+    def describe(self, field: str, limit: int | None = None) -> str:
+        """``"VAR='value', ..."`` for the variables ``field`` came from ('' if none), secrets
+        redacted; each value cut to ``limit`` characters where given (for error messages)."""
+        values = (
+            (name, redact_value(name, self.env[name])) for name in self.origins.get(field, ())
+        )
+        return ", ".join(
+            f"{name}={value if limit is None else shorten(value, limit)!r}"
+            for name, value in values
+        )
 
     def optional(self, field: str, *names: str) -> str | None:
         """The first of ``names`` that is set, stripped, if it is non-empty; else ``None``."""
@@ -147,10 +218,3 @@ def parse_integer(
         variables=(name,),
         hint=hint,
     )
-
-
-def shorten(value: str, limit: int = 60) -> str:
-    """``value`` cut to ``limit`` characters, saying how long it was: for error messages."""
-    if len(value) <= limit:
-        return value
-    return f"{value[: limit - 20]}…({len(value)} characters)"

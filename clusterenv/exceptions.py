@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from clusterenv._safe import escape, redact_text
+
 if TYPE_CHECKING:
     from clusterenv._probe import ProbeReport
 
@@ -48,7 +50,9 @@ class ClusterEnvError(ValueError):
     def __init__(self, message: str, *, variables: Sequence[str] = (), hint: str = "") -> None:
         self.variables = tuple(variables)
         self.hint = hint
-        super().__init__(f"{message}. HINT: {hint}" if hint else message)
+        # Messages quote values from the environment: never a secret, never a raw escape.
+        text = f"{message}. HINT: {hint}" if hint else message
+        super().__init__(escape(redact_text(text)))
 
 
 class MissingVariableError(ClusterEnvError):

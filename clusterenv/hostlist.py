@@ -16,18 +16,20 @@ brackets are an error where 22.05 silently produces garbage (``n[1-2`` -> ``n]``
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable
 
+from clusterenv._safe import shorten
 from clusterenv.exceptions import HostlistError
 
 __all__ = ["compress_hostlist", "count_hosts", "expand_hostlist", "first_host"]
 
 #: Slurm refuses a single range of more hosts than this ("Too many hosts in range").
 MAX_RANGE = 65536
-#: Upper bound on a whole expansion, so a hostile variable cannot exhaust memory.
+#: Upper bounds on a whole expansion, in hosts and in characters, so that a hostile
+#: variable cannot exhaust memory (a long prefix times many hosts).
 MAX_HOSTS = 1_000_000
+MAX_CHARACTERS = 32 * 1024 * 1024
 
 _Range = tuple[int, int, int]  # lo, hi, zero-padding width
 _Part = str | tuple[_Range, ...]  # literal text or one bracket group
@@ -35,15 +37,16 @@ _Item = tuple[_Part, ...]
 
 _SEPARATORS = re.compile(r"[,\s]+")
 _GROUP = re.compile(r"\[([^\[\]]*)\]")
-_RANGE = re.compile(r"([0-9]+)(?:-([0-9]+))?")
-_TRAILING_DIGITS = re.compile(r"(.*?)([0-9]+)")
+# Host numbers have at most 18 digits: int() stays cheap and far from Python's limit.
+_RANGE = re.compile(r"([0-9]{1,18})(?:-([0-9]{1,18}))?")
+_DIGITS = "0123456789"
 #: The characters with a meaning in a hostlist, which no host name may contain.
 _SYNTAX = re.compile(r"[\[\],\s]")
 
 
 def _error(hostlist: str, problem: str) -> HostlistError:
     return HostlistError(
-        f"invalid hostlist {hostlist!r}: {problem}",
+        f"invalid hostlist {shorten(hostlist)!r}: {problem}",
         hint="use Slurm's syntax, e.g. 'cn[001-004],gpu-a1'; "
         "`scontrol show hostnames` prints what Slurm makes of it",
     )
@@ -76,11 +79,11 @@ def _parse_group(hostlist: str, body: str) -> tuple[_Range, ...]:
     for text in body.split(","):
         match = _RANGE.fullmatch(text)
         if match is None:
-            raise _error(hostlist, f"{text!r} is not a number or a lo-hi range")
+            raise _error(hostlist, f"{shorten(text)!r} is not a number or a lo-hi range")
         lo_text, hi_text = match.group(1), match.group(2)
         lo, hi = int(lo_text), int(hi_text or lo_text)
         if hi < lo:
-            raise _error(hostlist, f"range {text!r} runs backwards")
+            raise _error(hostlist, f"range {shorten(text)!r} runs backwards")
         if hi - lo + 1 > MAX_RANGE:
             raise _error(hostlist, f"range {text!r} has more than {MAX_RANGE} hosts")
         ranges.append((lo, hi, len(lo_text)))
@@ -121,12 +124,43 @@ def _part_values(part: _Part, prefix: str = "") -> list[str]:
     return values
 
 
+def _product(factors: Iterable[int]) -> int:
+    """The product, or ``MAX_HOSTS + 1`` once it exceeds ``MAX_HOSTS``: 20 000 groups
+    would otherwise make a number too long to print."""
+    product = 1
+    for factor in factors:
+        product *= factor
+        if product > MAX_HOSTS:
+            return MAX_HOSTS + 1
+    return product
+
+
 def _count(items: list[_Item]) -> int:
-    return sum(math.prod(_part_size(part) for part in item) for item in items)
+    """Hosts in ``items``; at most ``MAX_HOSTS + 1`` (meaning: more than ``MAX_HOSTS``)."""
+    total = 0
+    for item in items:
+        total += _product(_part_size(part) for part in item)
+        if total > MAX_HOSTS:
+            return MAX_HOSTS + 1
+    return total
+
+
+def _characters(items: list[_Item]) -> int:
+    """An upper bound on the characters of the expansion (within ``MAX_HOSTS``), without
+    expanding it: each part's longest value, times the hosts of its item."""
+    total = 0
+    for item in items:
+        longest = sum(
+            len(part) if isinstance(part, str) else max(max(w, len(str(hi))) for _, hi, w in part)
+            for part in item
+        )
+        total += longest * _product(_part_size(part) for part in item)
+    return total
 
 
 def count_hosts(hostlist: str) -> int:
-    """Number of hosts ``hostlist`` expands to, without expanding it."""
+    """Number of hosts ``hostlist`` expands to, without expanding it (``MAX_HOSTS + 1``
+    standing for any larger number)."""
     return _count(_parse(hostlist))
 
 
@@ -145,12 +179,14 @@ def expand_hostlist(hostlist: str) -> list[str]:
     """Expand a Slurm hostlist into host names, in Slurm's order, duplicates kept.
 
     Raises :class:`~clusterenv.HostlistError` for malformed input, an empty list, or more
-    than ``MAX_HOSTS`` hosts.
+    than ``MAX_HOSTS`` hosts or ``MAX_CHARACTERS`` characters.
     """
     items = _parse(hostlist)
     total = _count(items)
     if total > MAX_HOSTS:
-        raise _error(hostlist, f"it expands to {total} hosts, more than {MAX_HOSTS}")
+        raise _error(hostlist, f"it expands to more than {MAX_HOSTS} hosts")
+    if _characters(items) > MAX_CHARACTERS:
+        raise _error(hostlist, f"its host names would take more than {MAX_CHARACTERS} characters")
     hosts: list[str] = []
     for item in items:
         names = [""]
@@ -187,16 +223,19 @@ def compress_hostlist(hosts: Iterable[str]) -> str:
     for host in hosts:
         if not isinstance(host, str) or not host or _SYNTAX.search(host):
             raise HostlistError(
-                f"cannot put host name {host!r} into a hostlist",
+                f"cannot put host name {shorten(str(host))!r} into a hostlist",
                 hint="host names must be non-empty and contain no brackets, commas or spaces",
             )
-        match = _TRAILING_DIGITS.fullmatch(host)
-        if match is None:
+        # Split off the trailing digits by hand: the regex (.*?)([0-9]+) backtracks
+        # quadratically on a long run of digits that does not end the name.
+        prefix = host.rstrip(_DIGITS)
+        number = host[len(prefix) :]
+        if not number:
             groups.append((host, []))
-        elif groups and groups[-1][1] and groups[-1][0] == match.group(1):
-            groups[-1][1].append(match.group(2))
+        elif groups and groups[-1][1] and groups[-1][0] == prefix:
+            groups[-1][1].append(number)
         else:
-            groups.append((match.group(1), [match.group(2)]))
+            groups.append((prefix, [number]))
     items = []
     for prefix, digits in groups:
         if not digits:

@@ -18,7 +18,6 @@ __all__ = [
     "job_script_fields",
     "main_address",
     "rank_fields",
-    "slot_hosts",
     "uneven_slots",
 ]
 
@@ -40,11 +39,6 @@ def job_port(job_id: str) -> int:
     match = _LEADING_NUMBER.match(job_id)
     number = int(match.group(1)) if match else zlib.crc32(job_id.encode())
     return PORT_BASE + number % PORT_SPAN
-
-
-def slot_hosts(text: str) -> list[str]:
-    """The host of each line of a hostfile: one line per slot, so hosts repeat."""
-    return [line.split()[0] for line in text.splitlines() if line.strip()]
 
 
 def main_address(reader: EnvReader, num_nodes: int, example: str) -> str:

@@ -15,7 +15,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from clusterenv._gpu import gpu_fields
-from clusterenv._reader import EnvReader, GpuProbe
+from clusterenv._reader import MAX_HOST_LINES, EnvReader, GpuProbe, parse_integer
+from clusterenv._safe import shorten
 from clusterenv._spec import ResourceSpec, Source
 from clusterenv.exceptions import InvalidVariableError, MissingVariableError
 from clusterenv.sources._detector import Detector, Fields, Hints, Roles
@@ -23,7 +24,6 @@ from clusterenv.sources._geometry import (
     job_port,
     job_script_fields,
     rank_fields,
-    slot_hosts,
     uneven_slots,
 )
 
@@ -31,6 +31,26 @@ __all__ = ["DETECTOR", "LsfDetector"]
 
 _HINT = "LSF sets this in the job; run inside bsub"
 _JSM_HINT = "jsrun sets this in every task; start the ranks with jsrun"
+
+
+def _mcpu_slots(value: str) -> list[str]:
+    """``LSB_MCPU_HOSTS='hostA 4 hostB 4'`` as one host per slot, at most MAX_HOST_LINES."""
+    words = value.split()
+    if len(words) % 2:
+        raise InvalidVariableError(
+            f"LSB_MCPU_HOSTS={shorten(value)!r} is not 'host count' pairs",
+            variables=("LSB_MCPU_HOSTS",),
+            hint=_HINT,
+        )
+    counts = [parse_integer("LSB_MCPU_HOSTS", count, hint=_HINT) for count in words[1::2]]
+    if sum(counts) > MAX_HOST_LINES:
+        raise InvalidVariableError(
+            f"LSB_MCPU_HOSTS={shorten(value)!r} lists {sum(counts)} slots, more than "
+            f"{MAX_HOST_LINES}",
+            variables=("LSB_MCPU_HOSTS",),
+            hint=_HINT,
+        )
+    return [host for host, count in zip(words[::2], counts, strict=True) for _ in range(count)]
 
 
 class LsfDetector(Detector):
@@ -78,19 +98,9 @@ class LsfDetector(Detector):
     def _slots(reader: EnvReader) -> list[str]:
         """One host name per slot, from the host file or ``LSB_MCPU_HOSTS``."""
         if "LSB_DJOB_HOSTFILE" in reader.env:
-            text = reader.file("hostnames", "LSB_DJOB_HOSTFILE", hint=_HINT)
-            slots = slot_hosts(text)
+            slots = reader.hosts("hostnames", "LSB_DJOB_HOSTFILE", hint=_HINT)
         elif "LSB_MCPU_HOSTS" in reader.env:
-            words = reader.text("hostnames", "LSB_MCPU_HOSTS", hint=_HINT).split()
-            if len(words) % 2 or not all(count.isdigit() for count in words[1::2]):
-                raise InvalidVariableError(
-                    f"LSB_MCPU_HOSTS={reader.env['LSB_MCPU_HOSTS']!r} is not 'host count' pairs",
-                    variables=("LSB_MCPU_HOSTS",),
-                    hint=_HINT,
-                )
-            slots = [
-                host for host, n in zip(words[::2], words[1::2], strict=True) for _ in range(int(n))
-            ]
+            slots = _mcpu_slots(reader.text("hostnames", "LSB_MCPU_HOSTS", hint=_HINT))
         else:
             raise MissingVariableError(
                 "hostnames needs LSB_DJOB_HOSTFILE or LSB_MCPU_HOSTS, neither is set",

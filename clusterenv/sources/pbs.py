@@ -14,10 +14,11 @@ from collections.abc import Mapping, Sequence
 
 from clusterenv._gpu import gpu_fields
 from clusterenv._reader import EnvReader, GpuProbe
+from clusterenv._safe import shorten
 from clusterenv._spec import ResourceSpec, Source
 from clusterenv.exceptions import InconsistentEnvironmentError
 from clusterenv.sources._detector import Detector, Fields, Hints, Roles
-from clusterenv.sources._geometry import job_port, job_script_fields, slot_hosts, uneven_slots
+from clusterenv.sources._geometry import job_port, job_script_fields, uneven_slots
 
 __all__ = ["DETECTOR", "PbsDetector"]
 
@@ -42,19 +43,18 @@ class PbsDetector(Detector):
 
     def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
         job_id = reader.text("job_id", "PBS_JOBID", hint=_HINT)
-        text = reader.file("hostnames", "PBS_NODEFILE", hint=_HINT)
-        slots = slot_hosts(text)
+        slots = reader.hosts("hostnames", "PBS_NODEFILE", hint=_HINT)
         hosts = list(dict.fromkeys(slots))
         if not hosts:
             raise InconsistentEnvironmentError(
-                f"PBS_NODEFILE={reader.env['PBS_NODEFILE']!r} lists no host",
+                f"PBS_NODEFILE={shorten(reader.env['PBS_NODEFILE'])!r} lists no host",
                 variables=("PBS_NODEFILE",),
                 hint="the file PBS wrote is empty; check the job's select/nodes request",
             )
         stated = reader.lookup("PBS_NUM_NODES")  # Torque only
         if stated and stated[1].strip() != str(len(hosts)):
             raise InconsistentEnvironmentError(
-                f"PBS_NODEFILE names {len(hosts)} hosts but PBS_NUM_NODES={stated[1]!r}",
+                f"PBS_NODEFILE names {len(hosts)} hosts but PBS_NUM_NODES={shorten(stated[1])!r}",
                 variables=("PBS_NODEFILE", "PBS_NUM_NODES"),
                 hint="the node file and the job's node count come from one job; look for "
                 "a PBS_NODEFILE exported by hand",

@@ -23,9 +23,10 @@ from collections.abc import Mapping, Sequence
 
 from clusterenv._gpu import visible_gpus
 from clusterenv._reader import EnvReader, GpuProbe, parse_integer
+from clusterenv._safe import shorten
 from clusterenv._spec import Accelerator, ResourceSpec, Role, Source
 from clusterenv.exceptions import InconsistentEnvironmentError, InvalidVariableError
-from clusterenv.hostlist import count_hosts, expand_hostlist
+from clusterenv.hostlist import MAX_HOSTS, count_hosts, expand_hostlist
 from clusterenv.sources._detector import Detector, Fields, Hints, Roles
 from clusterenv.sources._geometry import job_port
 
@@ -47,12 +48,17 @@ def parse_gpu_count(name: str, value: str) -> int:
         match = _GPU_ITEM.fullmatch(item.strip())
         if match is None:
             raise InvalidVariableError(
-                f"{name}={value!r} is not a GPU count such as '4', 'a100:4' or 'gpu:a100:4'",
+                f"{name}={shorten(value)!r} is not a GPU count such as '4', 'a100:4' or "
+                "'gpu:a100:4'",
                 variables=(name,),
                 hint="check the --gpus*/--gres options of the job",
             )
         total += int(match.group(1))
     return total
+
+
+def _at_most(count: int) -> str:
+    return f"more than {MAX_HOSTS}" if count > MAX_HOSTS else str(count)
 
 
 class TaskLayout:
@@ -65,7 +71,7 @@ class TaskLayout:
             match = _TASKS_ITEM.fullmatch(item.strip())
             if match is None or int(match.group(1)) == 0 or int(match.group(2) or 1) == 0:
                 raise InvalidVariableError(
-                    f"{name}={value!r} is not a task list such as '4', '2(x3)' or '3,1'",
+                    f"{name}={shorten(value)!r} is not a task list such as '4', '2(x3)' or '3,1'",
                     variables=(name,),
                     hint="Slurm writes one count per node, repeats as N(xM)",
                 )
@@ -165,13 +171,14 @@ class SlurmDetector(Detector):
             launcher = inner.launcher if inner else spec.source.value
             warnings.append(
                 f"{launcher} runs inside an srun step with SLURM_STEP_TASKS_PER_NODE="
-                f"{step_tasks!r}: every task starts its own {launcher} (a double launch). "
+                f"{shorten(step_tasks)!r}: every task starts its own {launcher} (a double launch). "
                 "Fix: srun --ntasks-per-node=1"
             )
         if spec.master_port in _COMMON_PORTS and "MASTER_PORT" in env:
             warnings.append(
-                f"MASTER_PORT={env['MASTER_PORT']!r} is a common default; two jobs on one node "
-                "will collide. Fix: unset MASTER_PORT and clusterenv derives one from the job id"
+                f"MASTER_PORT={shorten(env['MASTER_PORT'])!r} is a common default; two jobs on "
+                "one node will collide. Fix: unset MASTER_PORT and clusterenv derives one from "
+                "the job id"
             )
         job_name = env.get("SLURM_JOB_NAME")
         if job_name in ("bash", "interactive") and spec.role is Role.RANK and spec.world_size > 1:
@@ -260,16 +267,16 @@ class SlurmDetector(Detector):
         nodes_name = reader.first("num_nodes")
         problem = None
         if layout.num_nodes != num_nodes:
-            problem = f"lists {layout.num_nodes} nodes but {nodes_name}={reader.env[nodes_name]!r}"
+            shown = shorten(reader.env[nodes_name])
+            problem = f"lists {layout.num_nodes} nodes but {nodes_name}={shown!r}"
         elif tasks_name and layout.num_tasks != parse_integer(
             tasks_name, reader.env[tasks_name], hint=_HINT, minimum=1
         ):
-            problem = (
-                f"sums to {layout.num_tasks} tasks but {tasks_name}={reader.env[tasks_name]!r}"
-            )
+            shown = shorten(reader.env[tasks_name])
+            problem = f"sums to {layout.num_tasks} tasks but {tasks_name}={shown!r}"
         if problem:
             raise InconsistentEnvironmentError(
-                f"{layout.name}={layout.value!r} {problem}",
+                f"{layout.name}={shorten(layout.value)!r} {problem}",
                 variables=(layout.name, nodes_name, *((tasks_name,) if tasks_name else ())),
                 hint="Slurm sets these together for one step; do not set them by hand",
             )
@@ -281,8 +288,8 @@ class SlurmDetector(Detector):
         count = count_hosts(nodelist)  # before expanding: a hostile count must not allocate
         if count != num_nodes:
             raise InconsistentEnvironmentError(
-                f"{name}={nodelist!r} names {count} hosts but "
-                f"{nodes_name}={reader.env[nodes_name]!r}",
+                f"{name}={shorten(nodelist)!r} names {_at_most(count)} hosts but "
+                f"{nodes_name}={shorten(reader.env[nodes_name])!r}",
                 variables=(name, nodes_name),
                 hint="Slurm sets these together for one step; do not set them by hand",
             )

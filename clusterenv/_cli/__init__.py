@@ -1,0 +1,231 @@
+"""`clusterenv` / `python -m clusterenv`: see what this process got, and why.
+
+Every input is someone else's: errors are one line and exit 2, never a traceback
+(``--debug`` shows it), and nothing secret or raw-escaped reaches the terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import os
+import sys
+import textwrap
+import traceback
+from collections.abc import Sequence
+
+from clusterenv import __version__
+from clusterenv._cli._envfile import Usage, capture, read_env_file
+from clusterenv._cli._report import report
+from clusterenv._probe import DEFAULT_TIMEOUT, probe
+from clusterenv._safe import escape, redact_text
+from clusterenv._spec import Source
+from clusterenv.exceptions import ClusterEnvError, ProbeError
+
+__all__ = ["main", "read_env_file"]
+
+_SOURCES = textwrap.fill(
+    f"the scheduler or launcher detected ({', '.join(source.value for source in Source)})",
+    width=80,
+    initial_indent=" " * 20,
+    subsequent_indent=" " * 20,
+).lstrip()
+FIELDS = f"""fields:
+  source            {_SOURCES}
+  role              rank: one task of a launch; batch: an sbatch script body;
+                    shell: the salloc shell; standalone: no launcher
+  nodes             nodes in this step (or allocation)
+  devices/node      ranks on this node: Lightning's `devices`
+  world size        ranks in the whole job
+  global/local/node rank of this process
+  main address      host:port where rank 0 listens (MASTER_ADDR / MASTER_PORT)
+  hosts             the node list, compressed, and how many
+  GPUs/node         GPUs allocated per node; visible: CUDA ids this process may use
+
+exit status: 0 ok (also with warnings), 1 warnings with --strict, 2 error"""
+
+
+def _timeout(text: str) -> float:
+    """``--timeout``: a finite number of seconds above 0 (``nan`` would never end)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number of seconds above 0")
+    return value
+
+
+def _probe(timeout: float, backend: str | None) -> int:
+    try:
+        report = probe(timeout=timeout, backend=backend)
+    except ProbeError as error:
+        if error.report is not None:  # rank 0: the table first, then the verdict
+            print(escape(redact_text(error.report.table())))
+        raise
+    if report.rows:
+        print(escape(redact_text(report.table())))
+        if backend:
+            spec = report.spec
+            print(f"{backend}: init_process_group and all_reduce over {spec.world_size} ranks OK")
+    return 0
+
+
+def _run(module: str | None, target: list[str]) -> int:
+    if module is None and not target:
+        raise Usage("clusterenv run needs a SCRIPT or -m MODULE")
+    # The script's own exceptions are its own; only a missing script or module is ours.
+    if module is None and not os.path.isfile(target[0]):
+        raise Usage(f"cannot run {escape(target[0])!r}: no such file")
+    if module is not None and importlib.util.find_spec(module.split(".")[0]) is None:
+        raise Usage(f"cannot run -m {escape(module)!r}: no such module")
+    import clusterenv.lightning as cl  # noqa: PLC0415 - imports Lightning
+
+    if module is None:
+        cl.run_script(target[0], target[1:])
+    else:
+        cl.run_script(module, target, module=True)
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="clusterenv",
+        description="What resources does this process have, and what is its place in the job?",
+    )
+    parser.add_argument("--version", action="version", version=f"clusterenv {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    inspect = commands.add_parser(
+        "inspect",
+        help="show the detected resources and where each value came from",
+        description="Show what this process got and why. Run it as `srun clusterenv inspect` "
+        "to see every task.",
+        epilog=FIELDS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    inspect.add_argument(
+        "--json", action="store_true", help="print JSON: spec, provenance, warnings"
+    )
+    inspect.add_argument(
+        "--env-file",
+        metavar="PATH",
+        help="read the environment from a file (env/printenv output, KEY=VALUE lines or JSON; "
+        "'-' for stdin) instead of this process's",
+    )
+    inspect.add_argument("--strict", action="store_true", help="exit 1 when there are warnings")
+    inspect.add_argument(
+        "--lightning",
+        nargs="?",
+        const="auto",
+        choices=["auto", "lightning", "pytorch_lightning"],
+        help="also show the Trainer kwargs of clusterenv.lightning (imports torch; default "
+        "package: the first installed of lightning, pytorch_lightning)",
+    )
+    capture = commands.add_parser(
+        "capture",
+        help="print this process's launcher variables as JSON, for bug reports",
+        description="Print the scheduler, launcher and CUDA variables of this process as JSON "
+        "(secrets redacted), with the host files detection reads (PBS_NODEFILE, "
+        "LSB_DJOB_HOSTFILE). `clusterenv inspect --env-file FILE` reads it back, on any "
+        "machine.",
+    )
+    capture.add_argument("--env-file", metavar="PATH", help="capture from a file instead")
+    probe = commands.add_parser(
+        "probe",
+        help="check that every rank reaches rank 0, before training starts",
+        description="Run in every rank, like the training (`srun clusterenv probe`, "
+        "`torchrun ... -m clusterenv probe`): a TCP rendezvous at the main address and port. "
+        "Rank 0 prints one row per rank and the verdict; the other ranks print only "
+        "failures. Exit 0 when every rank arrived and all agree, 2 otherwise.",
+    )
+    probe.add_argument(
+        "--timeout",
+        type=_timeout,
+        default=DEFAULT_TIMEOUT,
+        metavar="S",
+        help=f"give up after S seconds (default {DEFAULT_TIMEOUT:g})",
+    )
+    probe.add_argument(
+        "--backend",
+        choices=["gloo"],
+        help="then also init_process_group and all_reduce with torch.distributed",
+    )
+    run = commands.add_parser(
+        "run",
+        help="run a training script whose Lightning Trainer then follows the allocation",
+        description="Run SCRIPT (or -m MODULE) with ARGS, like python would, with every "
+        "lightning.pytorch / pytorch_lightning Trainer it builds receiving num_nodes, devices, "
+        "strategy and the cluster-environment plugin from the detected allocation. Only "
+        "values left at Lightning's defaults change (num_nodes=1 counts as a default); "
+        "explicit values that contradict the allocation fail with exit 2. run's own options "
+        "(--debug, -m) come before SCRIPT; everything after SCRIPT (or after --) is the "
+        "script's. Example: srun clusterenv run -m neural_lam.train_model --config_path "
+        "config.yaml",
+        usage="clusterenv run [--debug] [-h] (-m MODULE | SCRIPT) [--] [ARGS ...]",
+    )
+    run.add_argument("-m", dest="module", metavar="MODULE", help="run a module, like python -m")
+    run.add_argument("target", nargs=argparse.REMAINDER, metavar="SCRIPT ARGS")
+    for sub in (inspect, capture, probe, run):
+        sub.add_argument("--debug", action="store_true", help="show tracebacks of errors")
+    return parser
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] != ["run"]:
+        return _parser().parse_args(argv)
+    # `run`'s own options come first; everything from the script (or after `--`) is the
+    # script's, options included, so argparse (which would claim them) only documents `run`.
+    rest, debug, module = argv[1:], False, None
+    while rest and rest[0].startswith("-") and module is None:
+        option = rest.pop(0)
+        if option == "--":
+            break
+        if option == "--debug":
+            debug = True
+        elif option == "-m" and rest:
+            module = rest.pop(0)
+        else:  # -h, --help, or an unknown option: argparse says what is wrong
+            return _parser().parse_args(["run", option])
+    return argparse.Namespace(command="run", module=module, target=rest, debug=debug)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse(argv)
+    try:
+        return _main(args)
+    except BrokenPipeError:  # `clusterenv inspect --json | head`: the reader has had enough
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except (ClusterEnvError, Usage) as error:
+        if args.debug:
+            traceback.print_exc()
+        print(f"clusterenv: error: {escape(redact_text(str(error)))}", file=sys.stderr)
+        return 2
+    except Exception as error:  # a bug of ours: one line, and how to report it
+        if args.debug:
+            traceback.print_exc()
+        print(
+            f"clusterenv: internal error: {type(error).__name__}: "
+            f"{escape(redact_text(str(error)))[:300]} (run with --debug for the traceback, and "
+            "report it)",
+            file=sys.stderr,
+        )
+        return 2
+
+
+def _main(args: argparse.Namespace) -> int:
+    if args.command == "probe":
+        return _probe(args.timeout, args.backend)
+    if args.command == "run":
+        return _run(args.module, args.target)
+    env, files = read_env_file(args.env_file) if args.env_file else (dict(os.environ), {})
+    if args.command == "capture":
+        print(json.dumps(capture(env), indent=2))
+        return 0
+    data, warnings, text = report(env, files, args.lightning)
+    print(json.dumps(data, indent=2) if args.json else text)
+    return 1 if args.strict and warnings else 0
