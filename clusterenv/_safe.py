@@ -22,7 +22,7 @@ _TRANSPORTS = "PRECONDITION_TRANSPORTS"  # Open MPI's job key
 _TOKENS = re.compile(
     r"\b(?:hf_[A-Za-z0-9]{30,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_\w{30,}"
     r"|(?:AKIA|ASIA)[A-Z0-9]{16}|xox[abprs]-[A-Za-z0-9-]{10,}|sk-[A-Za-z0-9_-]{20,}"
-    r"|[0-9a-f]{40}|[0-9a-f]{16}-[0-9a-f]{16})"
+    r"|(?=[0-9]{0,39}[a-f])[0-9a-f]{40}|[0-9a-f]{16}-[0-9a-f]{16})"
 )
 _VALUE_END = frozenset(" \t\n,;&'\"")
 

@@ -25,7 +25,7 @@ from clusterenv._gpu import visible_gpus
 from clusterenv._reader import EnvReader, GpuProbe, parse_integer
 from clusterenv._safe import shorten
 from clusterenv._spec import Accelerator, ResourceSpec, Role, Source
-from clusterenv.exceptions import InconsistentEnvironmentError, InvalidVariableError
+from clusterenv.exceptions import HostlistError, InconsistentEnvironmentError, InvalidVariableError
 from clusterenv.hostlist import MAX_HOSTS, count_hosts, expand_hostlist
 from clusterenv.sources._detector import Detector, Fields, Hints, Roles
 from clusterenv.sources._geometry import job_port
@@ -285,7 +285,10 @@ class SlurmDetector(Detector):
     def _hostnames(reader: EnvReader, num_nodes: int, *names: str) -> tuple[str, ...]:
         nodelist = reader.text("hostnames", *names, hint=_HINT)
         name, nodes_name = reader.first("hostnames"), reader.first("num_nodes")
-        count = count_hosts(nodelist)  # before expanding: a hostile count must not allocate
+        try:
+            count = count_hosts(nodelist)  # before expanding: a hostile count must not allocate
+        except HostlistError as error:
+            raise HostlistError(f"{name}: {error}", variables=(name,)) from None
         if count != num_nodes:
             raise InconsistentEnvironmentError(
                 f"{name}={shorten(nodelist)!r} names {_at_most(count)} hosts but "

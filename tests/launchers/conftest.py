@@ -39,11 +39,7 @@ def _install_debian_packages() -> None:
         subprocess.run(["bash", str(INSTALL)], capture_output=True, timeout=900, check=False)
 
 
-@pytest.fixture(scope="session", params=sorted(CLUSTERS), ids=lambda v: f"slurm-{v}")
-def slurm_cluster(request: pytest.FixtureRequest) -> Iterator[Slurm]:
-    """A real loopback Slurm cluster of each version (reused when it is already up),
-    stopped again at the end of the session unless CLUSTERENV_KEEP_SLURM=1."""
-    version: str = request.param
+def _cluster(version: str) -> Iterator[Slurm]:
     up, down, root = CLUSTERS[version]
     if os.geteuid() != 0:
         unavailable(f"the loopback Slurm {version} cluster needs root (tests/launchers/{up})")
@@ -58,6 +54,19 @@ def slurm_cluster(request: pytest.FixtureRequest) -> Iterator[Slurm]:
     yield Slurm(version, root)
     if not KEEP:
         subprocess.run(["bash", str(HERE / down)], capture_output=True, timeout=120, check=False)
+
+
+@pytest.fixture(scope="session", params=sorted(CLUSTERS), ids=lambda v: f"slurm-{v}")
+def slurm_cluster(request: pytest.FixtureRequest) -> Iterator[Slurm]:
+    """A real loopback Slurm cluster of each version (reused when it is already up),
+    stopped again at the end of the session unless CLUSTERENV_KEEP_SLURM=1."""
+    yield from _cluster(request.param)
+
+
+@pytest.fixture(scope="session")
+def host_slurm_cluster() -> Iterator[Slurm]:
+    """The host's Slurm 22.05 alone, for the end-to-end trainings (neural-lam)."""
+    yield from _cluster("22.05")
 
 
 @pytest.fixture(scope="session")

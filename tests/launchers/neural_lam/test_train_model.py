@@ -53,7 +53,7 @@ def test_train_model(
     name: str, config: Path, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     if name.startswith("srun"):
-        request.getfixturevalue("slurm_cluster")
+        request.getfixturevalue("host_slurm_cluster")
     train(*RUNS[name], name, config, tmp_path)
 
 
