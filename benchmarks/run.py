@@ -5,7 +5,7 @@
 Prints a markdown table. Targets: import + detect <= `import pydantic` + 30 ms and
 >= 10x faster than importing Lightning's SLURMEnvironment; `clusterenv inspect` within
 1.2x of import + detect; expand_hostlist no slower than python-hostlist; first host of
-10^5 hosts < 1 ms.
+10^5 hosts < 1 ms; adversarial hostlists and redaction linear (10x the input, ~10x the time).
 Slurm refuses one range of more than 65536 hosts, so the 10^5 list is
 cn[000001-050000,050001-100000]. `import pydantic` is lazy: the floor for anything that
 validates one pydantic model is the "one model validated" row.
@@ -26,6 +26,7 @@ from pathlib import Path
 import hostlist as python_hostlist
 
 from clusterenv import compress_hostlist, detect_environment, expand_hostlist, first_host
+from clusterenv._safe import redact_text
 
 
 def _times(run: Callable[[], object], repeat: int) -> tuple[float, float]:
@@ -62,7 +63,8 @@ development machine; every ratio compares medians measured in the same run, and 
 of an in-process call lasts at least 5 ms (times are per call). Targets:
 import + detect within `import pydantic` + 30 ms and at least 10x faster than importing
 Lightning's `SLURMEnvironment`; `clusterenv inspect` within 1.2x of import + detect;
-hostlist expansion no slower than python-hostlist; the first host of 10^5 hosts < 1 ms.
+hostlist expansion no slower than python-hostlist; the first host of 10^5 hosts < 1 ms;
+adversarial hostlists and secret redaction linear: 10x the input takes about 10x the time.
 
 `import pydantic` is lazy: building and validating the first model of a process costs
 what the "one model validated" row shows (schema generation, the plugin loader), so
@@ -142,6 +144,26 @@ def main() -> None:
     measure("python-hostlist collect 10^5", lambda: python_hostlist.collect_hostlist(names))
     measure(
         "compress_hostlist 10^5", lambda: compress_hostlist(names), "python-hostlist collect 10^5"
+    )
+
+    # Hostile input: 10x the input must take about 10x the time (linear), never 100x.
+    def round_trip(text: str) -> object:
+        return compress_hostlist(expand_hostlist(text))
+
+    for kind, build in (
+        ("digits then x", lambda n: "1" * n + "x"),
+        ("one group of n items", lambda n: "n[" + ",".join(["1"] * (n // 2)) + "]"),
+    ):
+        measure(f"expand+compress {kind}, 10 KB", partial(round_trip, build(10_000)))
+        measure(
+            f"expand+compress {kind}, 100 KB",
+            partial(round_trip, build(100_000)),
+            f"expand+compress {kind}, 10 KB",
+        )
+    secrets = "SLURM_JOB_COMMENT=password=x,TOKEN " * 300
+    measure("redact_text 10 KB", partial(redact_text, secrets[:10_000]))
+    measure(
+        "redact_text 100 KB", partial(redact_text, (secrets * 10)[:100_000]), "redact_text 10 KB"
     )
 
     lines = [
