@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from clusterenv._safe import redact_value
-from clusterenv.sources import DETECTORS
+from clusterenv.sources import read_by_a_source
 
 __all__ = ["launcher_variables"]
 
@@ -15,9 +15,7 @@ _CORE_NAMES = frozenset({"CLUSTERENV_SOURCE"})
 
 
 def _captured(name: str) -> bool:
-    if name.startswith(_CORE_PREFIXES) or name in _CORE_NAMES:
-        return True
-    return any(detector.captures(name) for detector in DETECTORS)
+    return name.startswith(_CORE_PREFIXES) or name in _CORE_NAMES or read_by_a_source(name)
 
 
 def launcher_variables(env: Mapping[str, str], *, redact: bool = True) -> dict[str, str]:

@@ -14,7 +14,7 @@ from clusterenv._reader import MAX_VALUE_LENGTH, EnvReader, FileReader, GpuProbe
 from clusterenv._safe import shorten
 from clusterenv._spec import ResourceSpec, Source
 from clusterenv.exceptions import InconsistentEnvironmentError, InvalidVariableError
-from clusterenv.sources import DETECTORS, Detector
+from clusterenv.sources import DETECTORS, Detector, read_by_a_source
 
 __all__ = ["FORCE_VARIABLE", "Detection", "detect_environment", "explain_environment"]
 
@@ -39,8 +39,8 @@ def _choose(env: Mapping[str, str]) -> Detector:
 
 def _check_lengths(env: Mapping[str, str]) -> None:
     """Refuse an over-long value of any variable a source reads, before parsing anything."""
-    for name in env:
-        if any(d.captures(name) for d in DETECTORS) and len(value := env[name]) > MAX_VALUE_LENGTH:
+    for name, value in env.items():
+        if len(value) > MAX_VALUE_LENGTH and read_by_a_source(name):
             raise InvalidVariableError(
                 f"{name}={shorten(value)!r} is longer than {MAX_VALUE_LENGTH} characters, "
                 "more than any launcher writes",
@@ -95,7 +95,7 @@ def detect_environment(
     Raises a :class:`~clusterenv.ClusterEnvError` subclass, naming the variables, for any
     environment that does not describe a valid job; never any other exception.
     """
-    return explain_environment(env, gpu_probe=gpu_probe, read_file=read_file).spec
+    return _detect(env, gpu_probe, read_file)[0]
 
 
 def explain_environment(
@@ -105,17 +105,29 @@ def explain_environment(
     read_file: FileReader = read_text_file,
 ) -> Detection:
     """Like :func:`detect_environment`, with the reasons (what ``clusterenv inspect`` shows)."""
+    spec, reader, detector = _detect(env, gpu_probe, read_file)
+    forced = reader.env.get(FORCE_VARIABLE, "").strip()
+    reason = f"{FORCE_VARIABLE}={shorten(forced)!r}" if forced else detector.reason
+    return Detection(spec, reason, {field: reader.describe(field) for field in reader.origins})
+
+
+def _detect(
+    env: Mapping[str, str] | None, gpu_probe: GpuProbe | None, read_file: FileReader
+) -> tuple[ResourceSpec, EnvReader, Detector]:
     reader = EnvReader(os.environ if env is None else env, read_file)
     _check_lengths(reader.env)
     detector = _choose(reader.env)
     fields = detector.read(reader, gpu_probe or probe_gpus)
     _check_main_address(reader, fields.get("master_addr", ""))
-    origins = {field: reader.describe(field) for field in reader.origins}
-    forced = reader.env.get(FORCE_VARIABLE, "").strip()
-    reason = f"{FORCE_VARIABLE}={shorten(forced)!r}" if forced else detector.reason
+    try:
+        return ResourceSpec.model_validate(fields), reader, detector
+    except ValidationError:
+        pass
+    # Invalid: validate again with the origins, which the messages then quote (describing
+    # them costs more than the whole detection, so only here).
     short = {field: reader.describe(field, limit=60) for field in reader.origins}
     try:
-        spec = ResourceSpec.model_validate(fields, context={"origins": short})
+        ResourceSpec.model_validate(fields, context={"origins": short})
     except ValidationError as error:
         problems = "; ".join(
             detail["msg"].removeprefix("Value error, ") for detail in error.errors()
@@ -128,4 +140,4 @@ def explain_environment(
             hint="these variables are set by the launcher together; look for ones set by hand "
             "or inherited from an outer job",
         ) from None
-    return Detection(spec, reason, origins)
+    raise AssertionError("validation depends on the fields alone")

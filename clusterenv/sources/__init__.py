@@ -14,12 +14,30 @@ from importlib import import_module
 from clusterenv._spec import Source
 from clusterenv.sources._detector import Detector, Fields, Hints, Roles
 
-__all__ = ["DETECTORS", "Detector", "Fields", "Hints", "Roles", "detector_for", "present"]
+__all__ = [
+    "DETECTORS",
+    "Detector",
+    "Fields",
+    "Hints",
+    "Roles",
+    "detector_for",
+    "present",
+    "read_by_a_source",
+]
 
 #: Every source, highest priority first.
 DETECTORS: tuple[Detector, ...] = tuple(
     import_module(f"{__name__}.{source.value}").DETECTOR for source in Source
 )
+
+
+_PREFIXES = tuple(v for d in DETECTORS for v in d.variables if v.endswith("_"))
+_NAMES = frozenset(v for d in DETECTORS for v in d.variables if not v.endswith("_"))
+
+
+def read_by_a_source(name: str) -> bool:
+    """Whether variable ``name`` is one that some source reads (and `capture` records)."""
+    return name.startswith(_PREFIXES) or name in _NAMES
 
 
 def detector_for(source: Source) -> Detector:

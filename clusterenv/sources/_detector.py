@@ -86,10 +86,3 @@ class Detector(ABC):
         job = f" {spec.job_id}" if spec.job_id else ""
         name: str | None = getattr(self.roles, spec.role.value)
         return (name or f"the {self.launcher or self.source.value} launch").format(job=job)
-
-    def captures(self, name: str) -> bool:
-        """Whether variable ``name`` is one this source reads."""
-        return any(
-            name.startswith(variable) if variable.endswith("_") else name == variable
-            for variable in self.variables
-        )

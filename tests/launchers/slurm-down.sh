@@ -8,23 +8,9 @@ set -uo pipefail
 STATE=${CLUSTERENV_SLURM_DIR:-/tmp/clusterenv-slurm}
 MARK="# written by clusterenv tests/launchers/slurm-up.sh"
 
-pids=()
-for pidfile in "$STATE"/run/slurmd-*.pid "$STATE"/run/slurmctld.pid "$STATE"/run/munged.pid; do
-    [ -f "$pidfile" ] || continue
-    pid=$(cat "$pidfile")
-    rm -f "$pidfile"
-    # A stale pid file (the machine restarted) may name a recycled pid: check the program.
-    case "$(cat "/proc/$pid/comm" 2>/dev/null)" in
-        slurmd | slurmctld | munged) kill "$pid" 2>/dev/null && pids+=("$pid") ;;
-    esac
-done
-for _ in $(seq 50); do
-    running=0
-    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && running=1; done
-    [ "$running" = 0 ] && break
-    sleep 0.1
-done
-for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null; done
+# shellcheck source=tests/launchers/slurm-common.sh
+source "$(dirname "$0")/slurm-common.sh"
+stop_daemons "$STATE"/run/slurmd-*.pid "$STATE"/run/slurmctld.pid "$STATE"/run/munged.pid
 
 if [ "${1:-}" != "--keep-config" ]; then
     if [ -f "$STATE/etc-slurm.tar" ]; then
@@ -35,10 +21,8 @@ if [ "${1:-}" != "--keep-config" ]; then
         echo "slurm-down: no snapshot of /etc/slurm; removing only the files slurm-up.sh wrote" >&2
         rm -f /etc/slurm/slurm.conf /etc/slurm/gres.conf
     fi
-fi
-if [ "${1:-}" != "--keep-config" ]; then
     case "$STATE" in  # the state directory is ours alone: remove it, never anything else
         */clusterenv-slurm*) rm -rf "$STATE" ;;
     esac
 fi
-echo "slurm-down: stopped ${#pids[@]} daemons" >&2
+echo "slurm-down: stopped $STOPPED daemons" >&2

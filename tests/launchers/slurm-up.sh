@@ -13,8 +13,8 @@ set -euo pipefail
 STATE=${CLUSTERENV_SLURM_DIR:-/tmp/clusterenv-slurm}
 CONF_DIR=/etc/slurm
 MARK="# written by clusterenv tests/launchers/slurm-up.sh"
-NODES=(cn001 cn002 cn003 gpu-a1)
-HOST=$(hostname -s)
+# shellcheck source=tests/launchers/slurm-common.sh
+source "$(dirname "$0")/slurm-common.sh"
 
 log() { echo "slurm-up: $*" >&2; }
 
@@ -57,61 +57,10 @@ bash "$(dirname "$0")/install.sh"
 # A half-started cluster of ours from an earlier run: stop it before starting afresh.
 [ -d "$STATE/run" ] && bash "$(dirname "$0")/slurm-down.sh" --keep-config
 
-mkdir -p "$STATE"/{run,log,state,spool,tmp,dev}
-for node in "${NODES[@]}"; do mkdir -p "$STATE/tmp/$node" "$STATE/spool/$node"; done
-# Fake GPUs: slurmd only binds GRES files that are character devices (major 195 = nvidia).
-for i in 0 1; do
-    [ -c "$STATE/dev/nvidia$i" ] || mknod "$STATE/dev/nvidia$i" c 195 "$i"
-done
-
+make_state "" "$STATE"
 mkdir -p "$CONF_DIR"
-
-{
-    echo "$MARK"
-    cat <<EOF
-ClusterName=clusterenv
-SlurmctldHost=$HOST(127.0.0.1)
-SlurmctldPort=16817
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-SlurmctldPidFile=$STATE/run/slurmctld.pid
-SlurmctldLogFile=$STATE/log/slurmctld.log
-SlurmdPidFile=$STATE/run/slurmd-%n.pid
-SlurmdLogFile=$STATE/log/slurmd-%n.log
-SlurmdSpoolDir=$STATE/spool/%n
-StateSaveLocation=$STATE/state
-TmpFS=$STATE/tmp/%n
-SlurmdParameters=config_overrides
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-MpiDefault=none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-SchedulerType=sched/backfill
-SchedulerParameters=bf_interval=1
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-ReturnToService=2
-InactiveLimit=0
-KillWait=2
-MinJobAge=5
-GresTypes=gpu
-NodeName=DEFAULT CPUs=4 RealMemory=4000 Gres=gpu:a100:2 State=UNKNOWN
-EOF
-    port=17001
-    for node in "${NODES[@]}"; do
-        echo "NodeName=$node NodeAddr=127.0.0.1 NodeHostname=$HOST Port=$port"
-        port=$((port + 1))
-    done
-    echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
-} >"$CONF_DIR/slurm.conf"
-
-{
-    echo "$MARK"
-    echo "AutoDetect=off"
-    echo "Name=gpu Type=a100 File=$STATE/dev/nvidia[0-1]"
-} >"$CONF_DIR/gres.conf"
+{ echo "$MARK"; slurm_conf "$STATE" clusterenv 16817 17001; } >"$CONF_DIR/slurm.conf"
+{ echo "$MARK"; gres_conf "$STATE"; } >"$CONF_DIR/gres.conf"
 
 # munged: reuse one that answers already (it may belong to the machine), else start ours.
 if ! munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then

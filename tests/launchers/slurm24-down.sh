@@ -8,22 +8,9 @@ set -uo pipefail
 ROOT=${CLUSTERENV_SLURM24_ROOT:-/var/lib/clusterenv/trixie}
 STATE=/var/lib/clusterenv-slurm
 
-pids=()
-for pidfile in "$ROOT$STATE"/run/slurmd-*.pid "$ROOT$STATE"/run/slurmctld.pid "$ROOT$STATE"/run/munged.pid; do
-    [ -f "$pidfile" ] || continue
-    pid=$(cat "$pidfile")
-    rm -f "$pidfile"
-    case "$(cat "/proc/$pid/comm" 2>/dev/null)" in
-        slurmd | slurmctld | munged) kill "$pid" 2>/dev/null && pids+=("$pid") ;;
-    esac
-done
-for _ in $(seq 50); do
-    running=0
-    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && running=1; done
-    [ "$running" = 0 ] && break
-    sleep 0.1
-done
-for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null; done
+# shellcheck source=tests/launchers/slurm-common.sh
+source "$(dirname "$0")/slurm-common.sh"
+stop_daemons "$ROOT$STATE"/run/slurmd-*.pid "$ROOT$STATE"/run/slurmctld.pid "$ROOT$STATE"/run/munged.pid
 
 unmounted=0
 if [ "${1:-}" != "--daemons-only" ]; then
@@ -34,4 +21,4 @@ if [ "${1:-}" != "--daemons-only" ]; then
         unmounted=$((unmounted + 1))
     done
 fi
-echo "slurm24-down: stopped ${#pids[@]} daemons, undid $unmounted mounts" >&2
+echo "slurm24-down: stopped $STOPPED daemons, undid $unmounted mounts" >&2

@@ -16,8 +16,8 @@ set -euo pipefail
 ROOT=${CLUSTERENV_SLURM24_ROOT:-/var/lib/clusterenv/trixie}
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 STATE=/var/lib/clusterenv-slurm   # inside the chroot
-NODES=(cn001 cn002 cn003 gpu-a1)
-HOST=$(hostname -s)
+# shellcheck source=tests/launchers/slurm-common.sh
+source "$(dirname "$0")/slurm-common.sh"
 MIRROR=${CLUSTERENV_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 PACKAGES=(slurm-wlm slurmctld slurmd slurm-client munge libpmix-dev)
 # What this machine's Python (bound in, so the tasks run the suite's venv) links against.
@@ -106,56 +106,11 @@ done
 
 # 3. Configuration and daemons, all inside the chroot.
 [ -d "$ROOT$STATE/run" ] && bash "$(dirname "$0")/slurm24-down.sh" --daemons-only
-mkdir -p "$ROOT$STATE"/{run,log,state,dev} "$ROOT/etc/slurm"
-for node in "${NODES[@]}"; do mkdir -p "$ROOT$STATE/tmp/$node" "$ROOT$STATE/spool/$node"; done
-for i in 0 1; do
-    [ -c "$ROOT$STATE/dev/nvidia$i" ] || mknod "$ROOT$STATE/dev/nvidia$i" c 195 "$i"
-done
-{
-    cat <<EOF
-ClusterName=clusterenv24
-SlurmctldHost=$HOST(127.0.0.1)
-SlurmctldPort=26817
-SrunPortRange=61001-61500
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-SlurmctldPidFile=$STATE/run/slurmctld.pid
-SlurmctldLogFile=$STATE/log/slurmctld.log
-SlurmdPidFile=$STATE/run/slurmd-%n.pid
-SlurmdLogFile=$STATE/log/slurmd-%n.log
-SlurmdSpoolDir=$STATE/spool/%n
-StateSaveLocation=$STATE/state
-TmpFS=$STATE/tmp/%n
-SlurmdParameters=config_overrides
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-MpiDefault=none
-MailProg=/bin/true
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-SchedulerType=sched/backfill
-SchedulerParameters=bf_interval=1
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-ReturnToService=2
-InactiveLimit=0
-KillWait=2
-MinJobAge=5
-GresTypes=gpu
-NodeName=DEFAULT CPUs=4 RealMemory=4000 Gres=gpu:a100:2 State=UNKNOWN
-EOF
-    port=26818
-    for node in "${NODES[@]}"; do
-        echo "NodeName=$node NodeAddr=127.0.0.1 NodeHostname=$HOST Port=$port"
-        port=$((port + 1))
-    done
-    echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
-} >"$ROOT/etc/slurm/slurm.conf"
-{
-    echo "AutoDetect=off"
-    echo "Name=gpu Type=a100 File=$STATE/dev/nvidia[0-1]"
-} >"$ROOT/etc/slurm/gres.conf"
+make_state "$ROOT" "$STATE"
+mkdir -p "$ROOT/etc/slurm"
+slurm_conf "$STATE" clusterenv24 26817 26818 SrunPortRange=61001-61500 MailProg=/bin/true \
+    >"$ROOT/etc/slurm/slurm.conf"
+gres_conf "$STATE" >"$ROOT/etc/slurm/gres.conf"
 
 if ! in_root bash -c 'munge -n 2>/dev/null | unmunge >/dev/null 2>&1'; then
     in_root bash -c '

@@ -9,7 +9,7 @@ are described, its hints and diagnostics exist, and its docs page is there.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Mapping
+from collections.abc import ItemsView, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -47,6 +47,10 @@ class _Recording(Mapping[str, str]):
     def get(self, name: str, default: str | None = None) -> str | None:  # type: ignore[override]
         self.read.add(name)
         return self.env.get(name, default)
+
+    def items(self) -> ItemsView[str, str]:
+        """Not a read: detection bounds the length of every value before it reads any."""
+        return self.env.items()
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.env)

@@ -1,0 +1,86 @@
+# Sourced by the bring-up and tear-down scripts of both loopback clusters (22.05 on the
+# host, 24.11 in a chroot): what they share, so the two clusters differ only where the
+# releases do. Paths are as the daemons see them; $ROOT prefixes them for the host.
+
+NODES=(cn001 cn002 cn003 gpu-a1)
+
+# The state directories and the fake GPUs: slurmd only binds GRES files that are
+# character devices (major 195 = nvidia).
+make_state() {  # ROOT STATE
+    mkdir -p "$1$2"/{run,log,state,dev}
+    for node in "${NODES[@]}"; do mkdir -p "$1$2/tmp/$node" "$1$2/spool/$node"; done
+    for i in 0 1; do
+        [ -c "$1$2/dev/nvidia$i" ] || mknod "$1$2/dev/nvidia$i" c 195 "$i"
+    done
+}
+
+# slurm.conf on stdout: 4 nodes on 127.0.0.1 with 4 CPUs and two fake a100 GPUs each.
+slurm_conf() {  # STATE CLUSTER_NAME SLURMCTLD_PORT FIRST_SLURMD_PORT [EXTRA_LINE ...]
+    local state=$1 name=$2 port=$4 host
+    host=$(hostname -s)
+    cat <<CONF
+ClusterName=$name
+SlurmctldHost=$host(127.0.0.1)
+SlurmctldPort=$3
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+SlurmctldPidFile=$state/run/slurmctld.pid
+SlurmctldLogFile=$state/log/slurmctld.log
+SlurmdPidFile=$state/run/slurmd-%n.pid
+SlurmdLogFile=$state/log/slurmd-%n.log
+SlurmdSpoolDir=$state/spool/%n
+StateSaveLocation=$state/state
+TmpFS=$state/tmp/%n
+SlurmdParameters=config_overrides
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+MpiDefault=none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+SchedulerType=sched/backfill
+SchedulerParameters=bf_interval=1
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+ReturnToService=2
+InactiveLimit=0
+KillWait=2
+MinJobAge=5
+GresTypes=gpu
+CONF
+    shift 4
+    for line in "$@"; do echo "$line"; done
+    echo "NodeName=DEFAULT CPUs=4 RealMemory=4000 Gres=gpu:a100:2 State=UNKNOWN"
+    for node in "${NODES[@]}"; do
+        echo "NodeName=$node NodeAddr=127.0.0.1 NodeHostname=$host Port=$port"
+        port=$((port + 1))
+    done
+    echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
+}
+
+gres_conf() {  # STATE
+    echo "AutoDetect=off"
+    echo "Name=gpu Type=a100 File=$1/dev/nvidia[0-1]"
+}
+
+# Stop the daemons named by pid files (never by name), checking that each pid still is
+# one (a stale file may name a recycled pid); SIGKILL what is left after 5 s.
+stop_daemons() {  # PIDFILE ...
+    local pid pids=() running
+    for pidfile in "$@"; do
+        [ -f "$pidfile" ] || continue
+        pid=$(cat "$pidfile")
+        rm -f "$pidfile"
+        case "$(cat "/proc/$pid/comm" 2>/dev/null)" in
+            slurmd | slurmctld | munged) kill "$pid" 2>/dev/null && pids+=("$pid") ;;
+        esac
+    done
+    for _ in $(seq 50); do
+        running=0
+        for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && running=1; done
+        [ "$running" = 0 ] && break
+        sleep 0.1
+    done
+    for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null; done
+    STOPPED=${#pids[@]}
+}
