@@ -18,8 +18,8 @@ from collections.abc import Sequence
 
 from clusterenv import __version__
 from clusterenv._cli._envfile import Usage, capture, read_env_file
-from clusterenv._cli._report import report
-from clusterenv._probe import DEFAULT_TIMEOUT, probe
+from clusterenv._cli._report import redact_json, report
+from clusterenv._probe import DEFAULT_TIMEOUT, ProbeReport, probe
 from clusterenv._safe import escape, redact_text
 from clusterenv._spec import Source
 from clusterenv.exceptions import ClusterEnvError, ProbeError
@@ -58,19 +58,26 @@ def _timeout(text: str) -> float:
     return value
 
 
-def _probe(timeout: float, backend: str | None) -> int:
+def _probe(timeout: float, backend: str | None, every_row: bool, as_json: bool) -> int:
     try:
-        report = probe(timeout=timeout, backend=backend)
+        result = probe(timeout=timeout, backend=backend)
     except ProbeError as error:
         if error.report is not None:  # rank 0: the table first, then the verdict
-            print(escape(redact_text(error.report.table())))
+            _show(error.report, every_row, as_json)
         raise
-    if report.rows:
-        print(escape(redact_text(report.table())))
-        if backend:
-            spec = report.spec
+    if result.rows:
+        _show(result, every_row, as_json)
+        if backend and not as_json:
+            spec = result.spec
             print(f"{backend}: init_process_group and all_reduce over {spec.world_size} ranks OK")
     return 0
+
+
+def _show(result: ProbeReport, every_row: bool, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(redact_json(result.to_json()), indent=2))
+    else:
+        print(escape(redact_text(result.table(every_row=every_row))))
 
 
 def _run(module: str | None, target: list[str]) -> int:
@@ -148,6 +155,10 @@ def _parser() -> argparse.ArgumentParser:
         help=f"give up after S seconds (default {DEFAULT_TIMEOUT:g})",
     )
     probe.add_argument(
+        "--all", action="store_true", help="list every rank (default: the first 16, then counts)"
+    )
+    probe.add_argument("--json", action="store_true", help="print rank 0's report as JSON")
+    probe.add_argument(
         "--backend",
         choices=["gloo"],
         help="then also init_process_group and all_reduce with torch.distributed",
@@ -219,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(args: argparse.Namespace) -> int:
     if args.command == "probe":
-        return _probe(args.timeout, args.backend)
+        return _probe(args.timeout, args.backend, args.all, args.json)
     if args.command == "run":
         return _run(args.module, args.target)
     env, files = read_env_file(args.env_file) if args.env_file else (dict(os.environ), {})

@@ -57,6 +57,9 @@ class Detector(ABC):
     launcher: ClassVar[str] = ""
     roles: ClassVar[Roles] = Roles()
     hints: ClassVar[Hints] = Hints()
+    #: Variables whose values every rank of one launch shares but other users do not see:
+    #: they go into the probe's launch key (:mod:`clusterenv._probe._protocol`).
+    launch_keys: ClassVar[tuple[str, ...]] = ()
     #: Whether the launcher itself listens on ``MASTER_PORT`` (torchrun's agent store).
     holds_main_port: ClassVar[bool] = False
     #: Lightning's ``ClusterEnvironment`` subclass that the adapter's plugin extends:

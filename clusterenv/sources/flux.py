@@ -27,6 +27,7 @@ class FluxDetector(Detector):
     name = "Flux"
     reason = "FLUX_JOB_ID and FLUX_TASK_RANK are set: a Flux task"
     variables = ("FLUX_",)
+    launch_keys = ("FLUX_JOB_ID",)
     launcher = "flux run"
     hints = Hints(
         num_nodes="change flux run -N",

@@ -58,6 +58,7 @@ class LsfDetector(Detector):
     name = "LSF"
     reason = "LSB_JOBID is set: inside an LSF job"
     variables = ("LSB_", "LSF_", "JSM_")
+    launch_keys = ("LSB_JOBID",)
     launcher = "jsrun"
     roles = Roles(batch="the job script of an LSF job (job{job})")
     hints = Hints(

@@ -46,6 +46,11 @@ class MpiDetector(Detector):
     name = "MPI"
     reason = "MPI rank variables are set (OMPI_COMM_WORLD_*, PMI_*, MV2_*): an mpirun rank"
     variables = ("OMPI_", "PMI_", "PMIX_", "MPI_", "MV2_")
+    launch_keys = (
+        "OMPI_MCA_orte_precondition_transports",
+        "OMPI_MCA_ess_base_jobid",
+        "PMIX_NAMESPACE",
+    )
     launcher = "mpirun"
     hints = Hints(
         num_nodes="change the hosts mpirun starts ranks on (-H / --hostfile)",

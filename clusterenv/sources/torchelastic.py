@@ -31,6 +31,7 @@ class TorchElasticDetector(Detector):
         *("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK"),
         *("GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_WORLD_SIZE", "ROLE_NAME", "NODE_RANK"),
     )
+    launch_keys = ("TORCHELASTIC_RUN_ID",)
     launcher = "torchrun"
     hints = Hints(
         num_nodes="change torchrun --nnodes",

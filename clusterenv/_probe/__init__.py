@@ -1,0 +1,335 @@
+"""`clusterenv probe`: prove that every rank reaches rank 0 before training starts.
+
+A rendezvous over plain TCP at the spec's ``master_addr:master_port`` — the very address
+and port the training's process group will use, so a port that is taken or firewalled
+shows up here. Where the launcher itself listens on ``MASTER_PORT`` (torchrun's agent) the
+probe uses the next port (:func:`probe_port`).
+
+Rank 0 listens (on the main address's interface where it can) and serves every rank from
+one event loop (:mod:`._server`); every other rank resolves the main address, connects
+(retrying until the deadline, since rank 0 may start later) and sends a hello: what it
+believes about the launch, with a proof of the launch's key (:mod:`._protocol`). Rank 0
+checks the ranks are exactly ``0..world_size-1``, that all agree on the launch, and that
+each node runs ``devices_per_node`` ranks (:mod:`._checks`); then it answers every rank
+with the verdict. Every wait is bounded by the deadline, so a broken launch fails in
+seconds instead of hanging, and no stranger on the port can stall, crash or pass it.
+
+A second process that claims rank 0 finds the port taken; it then connects as a client,
+so rank 0 can report the duplicate (the typical double launch) instead of a bare
+"address in use".
+"""
+
+from __future__ import annotations
+
+import errno
+import math
+import os
+import socket
+import time
+from collections import Counter, defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from clusterenv._detect import explain_environment
+from clusterenv._diagnose import launcher_for
+from clusterenv._probe._checks import check
+from clusterenv._probe._client import ask
+from clusterenv._probe._protocol import Hello, hello_proof, launch_key, new_nonce
+from clusterenv._probe._server import Rendezvous, serve
+from clusterenv._spec import ResourceSpec, Role
+from clusterenv.exceptions import ProbeError
+from clusterenv.sources import detector_for
+
+__all__ = ["DEFAULT_TIMEOUT", "MAX_RANKS", "ProbeReport", "probe", "probe_port"]
+
+DEFAULT_TIMEOUT = 30.0
+#: The most ranks one probe takes: rank 0 keeps a small record per rank.
+MAX_RANKS = 1_000_000
+#: Rows of the rank-0 table before it summarises by node (``--all`` shows every row).
+SHOWN_ROWS = 16
+
+
+@dataclass
+class ProbeReport:
+    """What rank 0 saw: one row per rank that said hello (other ranks get none)."""
+
+    spec: ResourceSpec
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def table(self, *, every_row: bool = False) -> str:
+        """One row per rank (the first ``SHOWN_ROWS``, then a count per status and node
+        unless ``every_row``), host names in full; then the verdict."""
+        rows = sorted(self.rows, key=lambda row: (row["rank"], row["status"]))
+        width = max([4, *(len(row["host"]) for row in rows[:SHOWN_ROWS])])
+        lines = [f"{'rank':>5}  {'host':<{width}}  {'node':>5} {'local':>5}  status  GPUs"]
+        shown = rows if every_row else rows[:SHOWN_ROWS]
+        for row in shown:
+            gpus = ",".join(row["gpus"]) or "-"
+            lines.append(
+                f"{row['rank']:>5}  {row['host']:<{width}}  {row['node']:>5} {row['local']:>5}"
+                f"  {row['status']}  {gpus}"
+            )
+        if len(rows) > len(shown):
+            nodes: dict[str, set[int]] = defaultdict(set)
+            counts: Counter[str] = Counter()
+            for row in rows[len(shown) :]:
+                nodes[row["status"]].add(row["node"])
+                counts[row["status"]] += 1
+            said = "; ".join(
+                f"{counts[status]} {status} on {len(on)} node(s)" for status, on in nodes.items()
+            )
+            lines.append(f"   ... {len(rows) - len(shown)} more ranks: {said} (--all lists them)")
+        if self.note:
+            lines.append(self.note)
+        elif self.ok:  # a failure's problems follow in the ProbeError's message
+            spec = self.spec
+            lines.append(
+                f"OK: {spec.world_size} ranks on {spec.num_nodes} node(s) reached "
+                f"{spec.master_addr}:{probe_port(spec)}"
+            )
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "world_size": self.spec.world_size,
+            "address": f"{self.spec.master_addr}:{probe_port(self.spec)}",
+            "problems": self.problems,
+            "note": self.note,
+            "ranks": sorted(self.rows, key=lambda row: row["rank"]),
+        }
+
+
+def probe(
+    spec: ResourceSpec | None = None,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    backend: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> ProbeReport:
+    """Rendezvous with every rank of this launch at the main address; raise if it fails.
+
+    Call it in every rank (``srun clusterenv probe`` does). Returns the report on success
+    (with the table on rank 0); raises :class:`~clusterenv.ProbeError` naming the problem
+    and its fix otherwise. Never takes much longer than ``timeout`` seconds (twice that with
+    ``backend="gloo"``, which then also runs torch.distributed's ``init_process_group`` and
+    an ``all_reduce`` with the same parameters: what Lightning will do). ``env`` (default
+    ``os.environ``) gives the launch's key (see :mod:`clusterenv._probe._protocol`).
+    """
+    if not (isinstance(timeout, int | float) and math.isfinite(timeout) and timeout > 0):
+        raise ProbeError(
+            f"timeout={timeout!r} is not a finite number of seconds above 0",
+            hint="pass --timeout 30 (seconds)",
+        )
+    report = _rendezvous(spec, timeout, os.environ if env is None else env)
+    if backend is not None:
+        _torch_distributed(report.spec, backend, timeout)
+    return report
+
+
+def _rendezvous(spec: ResourceSpec | None, timeout: float, env: Mapping[str, str]) -> ProbeReport:
+    origins: Mapping[str, str] = {}
+    if spec is None:
+        detection = explain_environment(env)
+        spec, origins = detection.spec, detection.origins
+    if spec.role is not Role.RANK:
+        raise ProbeError(
+            f"this process is not one rank of a launch (role {spec.role.value})",
+            hint=f"run the probe like the training: {launcher_for(spec)} clusterenv probe, "
+            "or torchrun ... -m clusterenv probe",
+        )
+    if spec.world_size > MAX_RANKS:
+        raise ProbeError(
+            f"world_size={spec.world_size} is more ranks than the probe takes ({MAX_RANKS})",
+            hint="check WORLD_SIZE / the launch's task count; no real launch is that large",
+        )
+    if spec.world_size == 1:  # nothing to rendezvous with: say what was not checked
+        note = (
+            "alone: a one-rank launch; no port was opened and the main address "
+            f"{spec.master_addr}:{probe_port(spec)} was not checked"
+        )
+        return ProbeReport(spec, [_row(spec, "alone", socket.gethostname())], note=note)
+    deadline = time.monotonic() + timeout
+    _resolve(spec, origins)
+    port = probe_port(spec)
+    key = launch_key(spec, env, port)
+    hello = _hello(spec, key)
+    if spec.global_rank == 0:
+        try:
+            listener = _listen(spec.master_addr, port)
+        except OSError as error:
+            if error.errno != errno.EADDRINUSE:
+                raise ProbeError(
+                    f"rank 0 cannot listen on port {port}: {error.strerror}",
+                    hint="export MASTER_PORT as a free port above 1024",
+                ) from None
+            return _verdict(spec, ask((spec.master_addr, port), hello, key, deadline, taken=True))
+        with listener:
+            return _serve(spec, listener, hello, key, deadline=deadline, timeout=timeout)
+    return _verdict(spec, ask((spec.master_addr, port), hello, key, deadline, taken=False))
+
+
+def _hello(spec: ResourceSpec, key: bytes) -> Hello:
+    nonce = new_nonce()
+    return Hello(
+        nonce=nonce,
+        proof=hello_proof(key, nonce, spec.global_rank),
+        rank=spec.global_rank,
+        world_size=spec.world_size,
+        num_nodes=spec.num_nodes,
+        node_rank=spec.node_rank,
+        local_rank=spec.local_rank,
+        devices_per_node=spec.devices_per_node,
+        master_addr=spec.master_addr,
+        master_port=spec.master_port,
+        job_id=spec.job_id,
+        host=socket.gethostname()[:256],
+        gpus=list(spec.visible_devices)[:64],
+    )
+
+
+def _serve(
+    spec: ResourceSpec,
+    listener: socket.socket,
+    own: Hello,
+    key: bytes,
+    *,
+    deadline: float,
+    timeout: float,
+) -> ProbeReport:
+    address = f"{spec.master_addr}:{probe_port(spec)}"
+
+    def judge(seen: Rendezvous) -> list[str]:
+        hellos = [own, *seen.hellos.values()]
+        return check(spec.world_size, hellos, address, timeout, (seen.strangers, seen.examples))
+
+    seen, problems = serve(listener, key, spec.world_size, deadline=deadline, judge=judge)
+    hellos = [own, *seen.hellos.values()]
+    ranks = [hello.rank for hello in hellos]
+    counts = Counter(ranks)
+    report = ProbeReport(spec, problems=problems)
+    for index, hello in enumerate(hellos):
+        status = "listening" if index == 0 else "connected"
+        report.rows.append(_row_of(hello, "DUPLICATE" if counts[hello.rank] > 1 else status))
+    if not report.ok:
+        raise ProbeError(
+            "the launch is broken:\n" + "\n".join(f"  - {p}" for p in report.problems),
+            hint="fix the first problem listed; `clusterenv inspect` in each rank shows what "
+            "it got",
+            report=report,
+        )
+    return report
+
+
+def _verdict(spec: ResourceSpec, verdict: Any) -> ProbeReport:
+    if not verdict.ok:
+        raise ProbeError(
+            f"rank {spec.global_rank}: rank 0 reports a broken launch:\n"
+            + "\n".join(f"  - {problem}" for problem in verdict.problems),
+            hint="see rank 0's table; `clusterenv inspect` in each rank shows what it got",
+        )
+    return ProbeReport(spec)
+
+
+def _row(spec: ResourceSpec, status: str, host: str) -> dict[str, Any]:
+    return {
+        "rank": spec.global_rank,
+        "host": host,
+        "node": spec.node_rank,
+        "local": spec.local_rank,
+        "gpus": list(spec.visible_devices),
+        "status": status,
+    }
+
+
+def _row_of(hello: Hello, status: str) -> dict[str, Any]:
+    return {
+        "rank": hello.rank,
+        "host": hello.host,
+        "node": hello.node_rank,
+        "local": hello.local_rank,
+        "gpus": list(hello.gpus),
+        "status": status,
+    }
+
+
+def probe_port(spec: ResourceSpec) -> int:
+    """The main port, or where the launcher holds it (torchrun's agent store) the next one."""
+    if not detector_for(spec.source).holds_main_port:
+        return spec.master_port
+    return spec.master_port + 1 if spec.master_port < 65535 else spec.master_port - 1
+
+
+def _listen(address: str, port: int) -> socket.socket:
+    """Listen on ``address``'s interface if it is this machine's, else on all of them."""
+    for host in (address, ""):
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            # SO_REUSEADDR only skips TIME_WAIT: a port that is really taken still fails.
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind((host, port))
+            listener.listen(socket.SOMAXCONN)
+        except OSError as error:
+            listener.close()
+            if host and error.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT, errno.EINVAL):
+                continue  # not an address of this machine (or not IPv4): all interfaces
+            if host and isinstance(error, socket.gaierror):
+                continue
+            raise
+        return listener
+    raise AssertionError("binding all interfaces either works or raises")
+
+
+def _resolve(spec: ResourceSpec, origins: Mapping[str, str]) -> None:
+    try:
+        socket.getaddrinfo(spec.master_addr, spec.master_port, type=socket.SOCK_STREAM)
+    except socket.gaierror as error:
+        origin = f" (from {origins['master_addr']})" if "master_addr" in origins else ""
+        raise ProbeError(
+            f"rank {spec.global_rank} on {socket.gethostname()}: the main address "
+            f"{spec.master_addr!r}{origin} does not resolve ({error.strerror})",
+            hint="export MASTER_ADDR as an address of rank 0's node that every node resolves "
+            "(e.g. its IP), or fix the name service (/etc/hosts, DNS)",
+        ) from None
+
+
+def _torch_distributed(spec: ResourceSpec, backend: str, timeout: float) -> None:
+    from datetime import timedelta  # noqa: PLC0415
+
+    try:
+        import torch  # noqa: PLC0415 - only for --backend
+        import torch.distributed as dist  # noqa: PLC0415
+    except ImportError:
+        raise ProbeError(
+            f"--backend {backend} needs torch", hint="pip install torch, or drop --backend"
+        ) from None
+    try:
+        dist.init_process_group(
+            backend,
+            init_method=f"tcp://{spec.master_addr}:{spec.master_port}",
+            rank=spec.global_rank,
+            world_size=spec.world_size,
+            timeout=timedelta(seconds=timeout),
+        )
+        total = torch.ones(1)
+        dist.all_reduce(total)
+        dist.destroy_process_group()
+    except (RuntimeError, ValueError) as error:  # torch's DistBackendError is a RuntimeError
+        raise ProbeError(
+            f"torch.distributed ({backend}) failed on rank {spec.global_rank}: "
+            f"{str(error).splitlines()[0] if str(error) else type(error).__name__}",
+            hint="the TCP probe passed, so look at the backend: network interfaces "
+            "(GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME) and the torch build",
+        ) from None
+    if total.item() != spec.world_size:
+        raise ProbeError(
+            f"all_reduce over {spec.world_size} ranks gave {total.item():g}",
+            hint="the ranks do not form one process group; check they come from one launch",
+        )

@@ -1,0 +1,121 @@
+"""What rank 0 concludes from the hellos: pure functions over typed messages, one per
+failure, each problem ending in its fix."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+
+from clusterenv._probe._protocol import Hello
+
+__all__ = ["AGREED", "check", "disagreements", "duplicates", "missing", "per_node"]
+
+#: What every rank of one launch must believe alike.
+AGREED = ("world_size", "num_nodes", "master_addr", "master_port", "job_id")
+
+
+def ranges(numbers: Sequence[int]) -> str:
+    """``0, 1, 5`` or, for long lists, ``0..9999 (10000)``."""
+    if len(numbers) < 8:
+        return ", ".join(map(str, numbers))
+    return f"{numbers[0]}..{numbers[-1]} ({len(numbers)})"
+
+
+def duplicates(hellos: Sequence[Hello]) -> list[str]:
+    counts = Counter(hello.rank for hello in hellos)
+    problems = []
+    for rank, count in sorted(counts.items()):
+        if count > 1:
+            where = ", ".join(sorted({h.host for h in hellos if h.rank == rank}))
+            problems.append(
+                f"rank {rank} is claimed by {count} processes (on {where}): the job was launched "
+                "twice (e.g. torchrun inside an srun step with several tasks per node, or "
+                "python started without srun). Fix: start each rank exactly once"
+            )
+    return problems
+
+
+def missing(world_size: int, hellos: Sequence[Hello], address: str, timeout: float) -> list[str]:
+    """Without a set of ``world_size`` numbers: a huge world must not cost memory."""
+    seen = sorted({hello.rank for hello in hellos if hello.rank < world_size})
+    absent: list[int] = []
+    expected = 0
+    for rank in [*seen, world_size]:
+        absent.extend(range(expected, min(rank, expected + 8)))  # the first few of each gap
+        expected = rank + 1
+    count = world_size - len(seen)
+    if not count:
+        return []
+    shown = ", ".join(map(str, absent[:8])) + (f" and {count - 8} more" if count > 8 else "")
+    return [
+        f"{count} rank(s) ({shown}) never reached {address} within {timeout:g} s. Fix: run the "
+        "probe in every task of the same step; check that their nodes resolve the main "
+        "address and that no firewall blocks the port"
+    ]
+
+
+def disagreements(hellos: Sequence[Hello]) -> list[str]:
+    problems = []
+    for name in AGREED:
+        values: dict[object, list[int]] = defaultdict(list)
+        for hello in hellos:
+            values[getattr(hello, name)].append(hello.rank)
+        if len(values) > 1:
+            said = "; ".join(
+                f"{value!r} on rank(s) {ranges(sorted(r))}" for value, r in values.items()
+            )
+            problems.append(
+                f"the ranks disagree on {name}: {said}. Fix: start all ranks from one srun "
+                "step or torchrun launch, and do not export it differently per node"
+            )
+    return problems
+
+
+def per_node(hellos: Sequence[Hello]) -> list[str]:
+    problems = []
+    nodes: dict[int, list[Hello]] = defaultdict(list)
+    for hello in hellos:
+        nodes[hello.node_rank].append(hello)
+    for node, members in sorted(nodes.items()):
+        expected = {hello.devices_per_node for hello in members}
+        if expected != {len(members)}:
+            problems.append(
+                f"node {node} runs {len(members)} rank(s) but they expect "
+                f"{'/'.join(map(str, sorted(expected)))} per node (devices_per_node). Fix: "
+                "start one task per device on every node (--ntasks-per-node)"
+            )
+        hosts = sorted({hello.host for hello in members})
+        if len(hosts) > 1:
+            problems.append(
+                f"node rank {node} is reported from several hosts ({', '.join(hosts[:8])}). Fix: "
+                "start the ranks with a launcher that numbers the nodes (srun, torchrun "
+                "--node_rank)"
+            )
+    return problems
+
+
+def foreign(count: int, examples: Sequence[str]) -> list[str]:
+    if not count:
+        return []
+    return [
+        f"{count} foreign connection(s) reached the probe's port and were ignored "
+        f"({'; '.join(examples[:3])}): another program or user, not a rank of this launch. "
+        "Fix: nothing, if the ranks are all there; else find what connects to the port"
+    ]
+
+
+def check(
+    world_size: int,
+    hellos: Sequence[Hello],
+    address: str,
+    timeout: float,
+    strangers: tuple[int, Sequence[str]] = (0, ()),
+) -> list[str]:
+    """Every problem with the launch that ``hellos`` (rank 0's own first) show."""
+    return [
+        *duplicates(hellos),
+        *missing(world_size, hellos, address, timeout),
+        *disagreements(hellos),
+        *per_node(hellos),
+        *foreign(*strangers),
+    ]

@@ -1,0 +1,78 @@
+"""Every rank but 0: connect to rank 0, say hello, wait for its verdict (asking again when
+told to retry), and trust no answer that lacks the launch's key."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+from clusterenv._probe._protocol import (
+    MAX_MESSAGE,
+    Hello,
+    Retry,
+    Verdict,
+    decode,
+    encode,
+    equal,
+    verdict_proof,
+)
+from clusterenv.exceptions import ProbeError
+
+__all__ = ["ask"]
+
+_CONNECT_RETRY_S = 0.2
+
+
+def ask(
+    address: tuple[str, int], hello: Hello, key: bytes, deadline: float, *, taken: bool
+) -> Verdict:
+    """Rank 0's verdict for ``hello``; ``ProbeError`` when it cannot be had by ``deadline``
+    (plus the time rank 0 takes to answer) or comes from something that is not rank 0."""
+    host, port = address
+    where, started, last = f"{host}:{port}", time.monotonic(), "no attempt"
+    while True:
+        try:
+            line = _exchange(address, encode(hello), deadline)
+        except OSError as error:
+            last = error.strerror or str(error)
+            if time.monotonic() + _CONNECT_RETRY_S > deadline:
+                raise ProbeError(
+                    f"rank {hello.rank} on {hello.host} could not connect to rank 0 at {where} "
+                    f"within {deadline - started:.0f} s (last error: {last})",
+                    hint=f"check that rank 0 runs the probe too, that this node can reach {host} "
+                    "(firewall) and that MASTER_ADDR names rank 0's node",
+                ) from None
+            time.sleep(_CONNECT_RETRY_S)
+            continue
+        message = decode(line, (Verdict, Retry))
+        if isinstance(message, Retry):
+            time.sleep(message.after)
+            continue
+        if isinstance(message, Verdict) and equal(
+            message.proof, verdict_proof(key, hello.nonce, message.ok, message.problems)
+        ):
+            return message
+        raise ProbeError(
+            f"port {port} on {host} is in use by another program"
+            if taken
+            else f"something at {where} answered the probe, but not as rank 0 of this launch",
+            hint="export MASTER_PORT as a free port (another job or user on the node holds it)",
+        )
+
+
+def _exchange(address: tuple[str, int], data: bytes, deadline: float) -> bytes:
+    """Send ``data``, read one line back; ``OSError`` if rank 0 is not (yet) reachable.
+
+    Rank 0 answers by the deadline, or a grace period after it for ranks told to retry."""
+    left = deadline - time.monotonic()
+    conn = socket.create_connection(address, timeout=max(0.1, min(left, 10.0)))
+    with conn:
+        conn.settimeout(max(0.1, deadline - time.monotonic()) + 5.0)
+        conn.sendall(data)
+        reply = bytearray()
+        while b"\n" not in reply and len(reply) <= MAX_MESSAGE:
+            chunk = conn.recv(MAX_MESSAGE + 1 - len(reply))
+            if not chunk:  # closed: what came so far is the answer, judged as such
+                break
+            reply += chunk
+    return bytes(reply.partition(b"\n")[0]) if b"\n" in reply else bytes(reply)

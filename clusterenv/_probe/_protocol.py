@@ -1,0 +1,155 @@
+"""What the probe's ranks say to each other: small versioned JSON lines, validated on both
+ends, and a per-launch key that strangers on the network do not have.
+
+Every message is one line of at most ``MAX_MESSAGE`` bytes: a ``Hello`` from each rank, and
+from rank 0 a ``Verdict`` or a ``Retry`` (come back later: rank 0 holds fewer connections
+than there are ranks). The key is a SHA-256 over what every rank of one launch shares: the
+source, job id, main address and port, world size, and launcher values that are the same in
+every rank but not shown to other users (the srun step's own port, torchrun's run id, Open
+MPI's per-job transport key; ``CLUSTERENV_PROBE_KEY`` adds a secret of your own). It never
+travels: a hello carries an HMAC of the rank's nonce under it, a verdict an HMAC of that
+nonce and its content, so a stranger can neither pass for a rank nor forge a verdict.
+
+It keeps out port scanners, strays and other jobs' probes. It is not authentication
+against someone who can read the job's environment (the job's own user, root), and nothing
+is encrypted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import secrets
+from collections.abc import Mapping
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from clusterenv._spec import ResourceSpec
+from clusterenv.sources import detector_for
+
+__all__ = [
+    "MAX_MESSAGE",
+    "MAX_PROBLEM",
+    "MAX_PROBLEMS",
+    "VERSION",
+    "Hello",
+    "Retry",
+    "Verdict",
+    "decode",
+    "encode",
+    "equal",
+    "hello_proof",
+    "launch_key",
+    "new_nonce",
+    "verdict_proof",
+]
+
+VERSION: Literal[1] = 1
+MAX_MESSAGE = 8192
+#: A verdict lists at most this many problems, each cut to MAX_PROBLEM characters.
+MAX_PROBLEMS = 20
+MAX_PROBLEM = 300
+
+_Index = Annotated[int, Field(ge=0, le=10**9)]
+_Count = Annotated[int, Field(ge=1, le=10**9)]
+_Short = Annotated[str, Field(max_length=256)]
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    v: Literal[1] = VERSION
+
+
+class Hello(_Message):
+    """A rank introduces itself: what it believes about the launch, and its proof."""
+
+    kind: Literal["hello"] = "hello"
+    nonce: Annotated[str, Field(min_length=16, max_length=64)]
+    proof: Annotated[str, Field(min_length=64, max_length=64)]
+    rank: _Index
+    world_size: _Count
+    num_nodes: _Count
+    node_rank: _Index
+    local_rank: _Index
+    devices_per_node: _Count
+    master_addr: _Short
+    master_port: Annotated[int, Field(ge=1, le=65535)]
+    job_id: _Short | None
+    host: _Short
+    gpus: Annotated[list[_Short], Field(max_length=64)]
+
+
+class Verdict(_Message):
+    kind: Literal["verdict"] = "verdict"
+    ok: bool
+    problems: Annotated[
+        list[Annotated[str, Field(max_length=MAX_PROBLEM)]], Field(max_length=MAX_PROBLEMS)
+    ]
+    proof: Annotated[str, Field(min_length=64, max_length=64)]
+
+
+class Retry(_Message):
+    """Rank 0 recorded the hello but holds too many connections: ask again after ``after`` s."""
+
+    kind: Literal["retry"] = "retry"
+    after: Annotated[float, Field(gt=0, le=10)]
+
+
+def launch_key(spec: ResourceSpec, env: Mapping[str, str], port: int) -> bytes:
+    """The key every rank of this launch computes alike (see the module docstring)."""
+    shared = [
+        str(VERSION),
+        spec.source.value,
+        spec.job_id or "",
+        spec.master_addr,
+        str(port),
+        str(spec.world_size),
+        *(f"{name}={env.get(name, '')}" for name in detector_for(spec.source).launch_keys),
+        env.get("CLUSTERENV_PROBE_KEY", ""),
+    ]
+    return hashlib.sha256("\0".join(shared).encode()).digest()
+
+
+def new_nonce() -> str:
+    return secrets.token_hex(16)
+
+
+def _mac(key: bytes, *parts: str) -> str:
+    return hmac.new(key, "\0".join(parts).encode(), hashlib.sha256).hexdigest()
+
+
+def hello_proof(key: bytes, nonce: str, rank: int) -> str:
+    return _mac(key, "hello", nonce, str(rank))
+
+
+def verdict_proof(key: bytes, nonce: str, ok: bool, problems: list[str]) -> str:
+    return _mac(key, "verdict", nonce, json.dumps([ok, problems]))
+
+
+def encode(message: _Message) -> bytes:
+    return message.model_dump_json().encode() + b"\n"
+
+
+def decode(line: bytes, kinds: tuple[type[_Message], ...]) -> _Message | None:
+    """The message in ``line`` if it is one of ``kinds``, valid and within bounds; else None."""
+    if len(line) > MAX_MESSAGE:
+        return None
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    for kind in kinds:
+        if data.get("kind") == kind.model_fields["kind"].default:
+            try:
+                return kind.model_validate(data)
+            except ValidationError:
+                return None
+    return None
+
+
+def equal(proof: str, expected: str) -> bool:
+    return hmac.compare_digest(proof.encode(), expected.encode())

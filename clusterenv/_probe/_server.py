@@ -1,0 +1,236 @@
+"""Rank 0's side of the probe: one event loop (``selectors``) serving every rank at once.
+
+Each connection costs a bounded buffer and must deliver its hello within ``HELLO_S``; a
+silent, dripping or flooding peer is closed and counted as foreign without delaying
+anyone. Rank 0 holds the connections of ranks waiting for the verdict up to what its open
+file limit allows (``capacity``); past that it records the hello and answers ``Retry``, and
+the rank asks again. So 10 000 ranks rendezvous under the default soft limit of 1 024.
+"""
+
+from __future__ import annotations
+
+import math
+import resource
+import selectors
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from clusterenv._probe._protocol import (
+    MAX_MESSAGE,
+    MAX_PROBLEM,
+    MAX_PROBLEMS,
+    Hello,
+    Retry,
+    Verdict,
+    decode,
+    encode,
+    equal,
+    hello_proof,
+    verdict_proof,
+)
+
+__all__ = ["HELLO_S", "Rendezvous", "capacity", "serve"]
+
+HELLO_S = 5.0  # a peer that has not said hello by then is not a rank
+GRACE_S = 2.0  # after the verdict, how long ranks that were told to retry may still ask
+RETRY_S = 0.5
+_RESERVED_FILES = 64  # for Python, the listener, logs and whatever the caller has open
+
+
+def capacity() -> int:
+    """How many connections rank 0 may hold: the soft open-file limit, raised to the hard
+    one where allowed, less a reserve."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard > soft:
+        target = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass
+    return max(16, soft - _RESERVED_FILES)
+
+
+@dataclass
+class _Peer:
+    sock: socket.socket
+    opened: float
+    buffer: bytearray = field(default_factory=bytearray)
+    hello: Hello | None = None
+
+
+@dataclass
+class Rendezvous:
+    """What rank 0 saw: the hellos (by rank and nonce), and the foreign connections."""
+
+    hellos: dict[tuple[int, str], Hello] = field(default_factory=dict)
+    strangers: int = 0
+    examples: list[str] = field(default_factory=list)
+
+    def stranger(self, why: str) -> None:
+        self.strangers += 1
+        if len(self.examples) < 3:
+            self.examples.append(why)
+
+
+def serve(
+    listener: socket.socket,
+    key: bytes,
+    world_size: int,
+    *,
+    deadline: float,
+    judge: Callable[[Rendezvous], list[str]],
+    limit: int | None = None,
+) -> tuple[Rendezvous, list[str]]:
+    """Collect hellos until every rank is there or ``deadline``; answer each with the
+    verdict (``judge``'s problems); return what was seen and the problems."""
+    loop = _Loop(listener, key, capacity() if limit is None else limit)
+    try:
+        return loop.seen, loop.run(world_size, deadline, judge)
+    finally:
+        loop.close()
+
+
+class _Loop:
+    """The event loop's state: connections saying hello, and those held for the verdict."""
+
+    def __init__(self, listener: socket.socket, key: bytes, limit: int) -> None:
+        self.listener, self.key, self.limit = listener, key, limit
+        # Connections held for the verdict leave room for others still saying hello.
+        self.hold = limit - min(256, limit // 4)
+        self.seen = Rendezvous()
+        self.peers: dict[socket.socket, _Peer] = {}
+        self.waiting: dict[socket.socket, Hello] = {}
+        self.answered: set[tuple[int, str]] = set()
+        self.problems: list[str] | None = None
+        self.selector = selectors.DefaultSelector()
+        listener.setblocking(False)
+        self.listening = False
+
+    def run(
+        self, world_size: int, deadline: float, judge: Callable[[Rendezvous], list[str]]
+    ) -> list[str]:
+        stop = math.inf  # set once the verdict is out
+        while (now := time.monotonic()) < stop:
+            ranks = {rank for rank, _ in self.seen.hellos}
+            if self.problems is None and (len(ranks) >= world_size or now >= deadline):
+                self.problems = judge(self.seen)
+                for sock, hello in self.waiting.items():
+                    self._answer(sock, hello)
+                self.waiting.clear()
+                if all(k in self.answered for k in self.seen.hellos):
+                    break
+                stop = now + GRACE_S  # for the ranks that were told to retry
+            self._expire(now)
+            self._listen()
+            wake = min(stop, deadline) if self.problems is None else stop
+            for event, _ in self.selector.select(timeout=min(0.2, max(0.0, wake - now))):
+                if event.fileobj is self.listener:
+                    self._accept()
+                else:
+                    assert isinstance(event.fileobj, socket.socket)
+                    self._receive(event.fileobj)
+        assert self.problems is not None
+        return self.problems
+
+    def _expire(self, now: float) -> None:
+        for sock in [s for s, peer in self.peers.items() if now - peer.opened > HELLO_S]:
+            self.seen.stranger("silent or too slow for the hello")
+            self._drop(sock)
+
+    def _listen(self) -> None:
+        room = self.limit - len(self.waiting) - len(self.peers) > 0
+        if room and not self.listening:
+            self.selector.register(self.listener, selectors.EVENT_READ)
+        elif not room and self.listening:  # full: the rest wait in the listen backlog
+            self.selector.unregister(self.listener)
+        self.listening = room
+
+    def _accept(self) -> None:
+        for _ in range(64):  # bounded work per event: the others get their turn
+            if len(self.peers) + len(self.waiting) >= self.limit:
+                return
+            try:
+                sock, _ = self.listener.accept()
+            except OSError:  # nothing pending, or EMFILE: wait for connections to close
+                return
+            sock.setblocking(False)
+            self.peers[sock] = _Peer(sock, time.monotonic())
+            self.selector.register(sock, selectors.EVENT_READ)
+
+    def _receive(self, sock: socket.socket) -> None:
+        hello = _read(self.peers[sock], self.key, self.seen)
+        if hello is _WAIT:
+            return
+        if not isinstance(hello, Hello):  # foreign: recorded as a stranger
+            self._drop(sock)
+            return
+        self.seen.hellos[(hello.rank, hello.nonce)] = hello
+        self.selector.unregister(sock)
+        self.peers.pop(sock)
+        if self.problems is not None:
+            self._answer(sock, hello)
+        elif len(self.waiting) < self.hold:
+            self.waiting[sock] = hello
+        else:
+            _send(sock, encode(Retry(after=RETRY_S)))
+            sock.close()
+
+    def _answer(self, sock: socket.socket, hello: Hello) -> None:
+        problems = self.problems or []
+        listed = [problem[:MAX_PROBLEM] for problem in problems[:MAX_PROBLEMS]]
+        proof = verdict_proof(self.key, hello.nonce, not problems, listed)
+        _send(sock, encode(Verdict(ok=not problems, problems=listed, proof=proof)))
+        self.answered.add((hello.rank, hello.nonce))
+        sock.close()
+
+    def _drop(self, sock: socket.socket) -> None:
+        self.selector.unregister(sock)
+        self.peers.pop(sock)
+        sock.close()
+
+    def close(self) -> None:
+        for sock in [*self.peers, *self.waiting]:
+            sock.close()
+        self.selector.close()
+
+
+_WAIT = object()  # _read: the hello is not complete yet
+
+
+def _read(peer: _Peer, key: bytes, seen: Rendezvous) -> Hello | object | None:
+    """A complete, valid hello; ``_WAIT`` while it is incomplete; ``None`` for a foreign
+    peer (recorded as a stranger)."""
+    try:
+        data = peer.sock.recv(MAX_MESSAGE + 1 - len(peer.buffer))
+    except (BlockingIOError, InterruptedError):
+        return _WAIT
+    except OSError:
+        data = b""
+    peer.buffer += data
+    line, newline, _ = peer.buffer.partition(b"\n")
+    if not newline:
+        if data and len(peer.buffer) <= MAX_MESSAGE:
+            return _WAIT
+        seen.stranger("a message over the size limit" if data else "closed before a hello")
+        return None
+    message = decode(bytes(line), (Hello,))
+    if not isinstance(message, Hello):
+        seen.stranger("not a probe hello")
+        return None
+    if not equal(message.proof, hello_proof(key, message.nonce, message.rank)):
+        seen.stranger(f"a hello for rank {message.rank} without this launch's key")
+        return None
+    peer.hello = message
+    return message
+
+
+def _send(sock: socket.socket, data: bytes) -> None:
+    try:
+        sock.setblocking(True)
+        sock.settimeout(1.0)
+        sock.sendall(data)
+    except OSError:
+        pass  # that rank reports rank 0 did not answer
