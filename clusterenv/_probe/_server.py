@@ -114,8 +114,8 @@ class _Loop:
     ) -> list[str]:
         stop = math.inf  # set once the verdict is out
         while (now := time.monotonic()) < stop:
-            ranks = {rank for rank, _ in self.seen.hellos}
-            if self.problems is None and (len(ranks) >= world_size or now >= deadline):
+            others = {rank for rank, _ in self.seen.hellos if rank}  # rank 0 is this process
+            if self.problems is None and (len(others) >= world_size - 1 or now >= deadline):
                 self.problems = judge(self.seen)
                 for sock, hello in self.waiting.items():
                     self._answer(sock, hello)

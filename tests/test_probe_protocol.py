@@ -1,0 +1,250 @@
+"""The probe against strangers and at scale, on loopback: real rank-0 code and real client
+code in threads; each hostile case ends within its timeout + 2 s (pytest-timeout) with a
+clear ProbeError, and the real ranks are reported correctly."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from clusterenv import ProbeError, ResourceSpec, detect_environment, probe
+from clusterenv._probe import _server
+from clusterenv._probe._checks import disagreements, duplicates, foreign, missing, per_node
+from clusterenv._probe._protocol import Hello, Verdict, encode
+from clusterenv.testing import torchrun_env
+
+TIMEOUT = 3.0
+pytestmark = pytest.mark.timeout(TIMEOUT + 10)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def launch(world: int, port: int) -> list[tuple[ResourceSpec, dict[str, str]]]:
+    """Every rank of ``torchrun --nproc_per_node=world`` (the probe uses ``port + 1``)."""
+    envs = [
+        dict(torchrun_env(1, world, rank, master_addr="127.0.0.1", master_port=port - 1))
+        for rank in range(world)
+    ]
+    return [(detect_environment(env, gpu_probe=tuple), env) for env in envs]
+
+
+def run_ranks(
+    ranks: list[tuple[ResourceSpec, dict[str, str]]], before_others: Callable[[], object] = list
+) -> dict[int, Any]:
+    """Probe every rank in a thread, rank 0 first; rank -> report or ProbeError."""
+    results: dict[int, Any] = {}
+
+    def one(spec: ResourceSpec, env: dict[str, str]) -> None:
+        try:
+            results[spec.global_rank] = probe(spec, timeout=TIMEOUT, env=env)
+        except ProbeError as error:
+            results[spec.global_rank] = error
+
+    threads = [threading.Thread(target=one, args=rank) for rank in ranks]
+    threads[0].start()
+    before_others()
+    for thread in threads[1:]:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+def stranger(port: int, act: Callable[[socket.socket], None]) -> threading.Thread:
+    def run() -> None:
+        for _ in range(50):  # until rank 0 listens
+            try:
+                sock = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT + 5)
+            except OSError:
+                time.sleep(0.05)
+                continue
+            with sock, contextlib.suppress(OSError):  # rank 0 hung up on the stranger
+                act(sock)
+            return
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def send(data: bytes) -> Callable[[socket.socket], None]:
+    def act(sock: socket.socket) -> None:
+        sock.sendall(data)
+        sock.recv(100)
+
+    return act
+
+
+def drip(sock: socket.socket) -> None:
+    for byte in b'{"kind": "hello"':
+        sock.sendall(bytes([byte]))
+        time.sleep(1.0)
+
+
+FORGED = Hello(
+    nonce="0" * 32,
+    proof="0" * 64,
+    rank=1,
+    world_size=2,
+    num_nodes=1,
+    node_rank=0,
+    local_rank=1,
+    devices_per_node=2,
+    master_addr="127.0.0.1",
+    master_port=1,
+    job_id=None,
+    host="evil\x1b]0;x\x07",
+    gpus=[],
+)
+
+
+@pytest.mark.parametrize(
+    "act",
+    [
+        send(b"{}\n"),
+        send(b"42\n"),
+        send(b"[" * 5000 + b"\n"),
+        send(b"[1, 2]\n"),
+        send(b"x" * 1_000_000),
+        send(encode(FORGED)),
+    ],
+    ids=["empty-object", "number", "nested", "list", "flood", "forged-hello"],
+)
+def test_a_stranger_is_foreign_and_the_real_ranks_are_reported(
+    act: Callable[[socket.socket], None],
+) -> None:
+    port = free_port()
+    started = time.monotonic()
+
+    def intrude() -> None:  # the stranger has been dealt with before rank 1 starts
+        stranger(port, act).join(timeout=_server.HELLO_S + 1)
+
+    results = run_ranks(launch(2, port), before_others=intrude)
+    assert time.monotonic() - started < TIMEOUT + 2
+    rank0 = results[0]
+    assert isinstance(rank0, ProbeError), "a stranger on the port fails the probe, loudly"
+    assert "foreign connection" in str(rank0)
+    assert rank0.report is not None
+    assert sorted(row["rank"] for row in rank0.report.rows) == [0, 1]  # never a third rank
+    assert {row["status"] for row in rank0.report.rows} == {"listening", "connected"}
+    assert "\x1b" not in str(rank0)
+
+
+def test_a_dripping_stranger_delays_no_one() -> None:
+    """1 byte a second: the ranks meet as soon as both are there, not after the drip."""
+    port = free_port()
+    started = time.monotonic()
+    results = run_ranks(launch(2, port), before_others=lambda: stranger(port, drip))
+    assert time.monotonic() - started < 2
+    assert not isinstance(results[0], ProbeError)
+    assert not isinstance(results[1], ProbeError)
+
+
+def test_a_forged_verdict_server_never_makes_the_probe_pass() -> None:
+    port = free_port()
+    with socket.socket() as fake:
+        fake.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        fake.bind(("127.0.0.1", port))
+        fake.listen()
+
+        def answer() -> None:
+            conn, _ = fake.accept()
+            with conn:
+                conn.recv(9000)
+                forged = Verdict(ok=True, problems=[], proof="f" * 64)
+                conn.sendall(encode(forged))
+
+        threading.Thread(target=answer, daemon=True).start()
+        spec, env = launch(2, port)[1]
+        with pytest.raises(ProbeError, match="not as rank 0 of this launch"):
+            probe(spec, timeout=TIMEOUT, env=env)
+
+
+def test_a_malformed_answer_is_an_error_not_a_crash() -> None:
+    port = free_port()
+    with socket.socket() as fake:
+        fake.bind(("127.0.0.1", port))
+        fake.listen()
+
+        def answer() -> None:
+            conn, _ = fake.accept()
+            with conn:
+                conn.recv(9000)
+                conn.sendall(b'{"kind": "verdict", "ok": [[[]]]}\n')
+
+        threading.Thread(target=answer, daemon=True).start()
+        spec, env = launch(2, port)[1]
+        with pytest.raises(ProbeError, match="not as rank 0"):
+            probe(spec, timeout=TIMEOUT, env=env)
+
+
+@pytest.mark.parametrize("timeout", [math.nan, math.inf, 0.0, -1.0])
+def test_invalid_timeouts(timeout: float) -> None:
+    spec, env = launch(2, free_port())[1]
+    with pytest.raises(ProbeError, match="finite number of seconds"):
+        probe(spec, timeout=timeout, env=env)
+
+
+def test_a_huge_world_size_is_refused_not_allocated() -> None:
+    env = torchrun_env(1, 2, 1, master_addr="127.0.0.1") | {"WORLD_SIZE": "10000000"}
+    env |= {"GROUP_WORLD_SIZE": "5000000"}
+    spec = detect_environment(env, gpu_probe=tuple)
+    with pytest.raises(ProbeError, match="more ranks than the probe takes"):
+        probe(spec, timeout=1, env=env)
+
+
+def test_more_ranks_than_rank_0_may_hold_are_asked_to_retry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A rank 0 allowed 40 connections serves 120 ranks: the rest retry."""
+    monkeypatch.setattr(_server, "capacity", lambda: 40)
+    results = run_ranks(launch(120, free_port()))
+    assert all(not isinstance(result, ProbeError) for result in results.values()), results
+    table = results[0].table()
+    assert "OK: 120 ranks on 1 node(s)" in table
+    assert "104 more ranks: 104 connected on 1 node(s)" in table  # 16 rows, then counts
+    assert len(results[0].table(every_row=True).splitlines()) == 122
+    assert json.loads(json.dumps(results[0].to_json()))["ok"] is True
+
+
+def test_one_rank_says_what_it_did_not_check() -> None:
+    spec, env = launch(1, free_port())[0]
+    report = probe(spec, timeout=1, env=env)
+    assert "no port was opened" in report.table()
+    assert "reached" not in report.table()
+
+
+def _hello(rank: int, **changes: Any) -> Hello:
+    fields = FORGED.model_dump() | {"rank": rank, "host": "n1", "local_rank": rank}
+    return Hello.model_validate(fields | changes)
+
+
+def test_each_check_says_what_is_wrong_and_the_fix() -> None:
+    two = [_hello(0), _hello(1)]
+    assert duplicates([*two, _hello(1, host="n2")]) == [
+        "rank 1 is claimed by 2 processes (on n1, n2): the job was launched twice (e.g. torchrun "
+        "inside an srun step with several tasks per node, or python started without srun). "
+        "Fix: start each rank exactly once"
+    ]
+    (gone,) = missing(10_000_000, two, "h:1", 3)
+    assert gone.startswith("9999998 rank(s) (2, 3, 4, 5, 6, 7, 8, 9 and 9999990 more)")
+    (differ,) = disagreements([*two[:1], _hello(1, job_id="7")])
+    assert "disagree on job_id: None on rank(s) 0; '7' on rank(s) 1. Fix:" in differ
+    crowded, split = per_node([*two, _hello(2, host="n2")])
+    assert crowded.startswith("node 0 runs 3 rank(s) but they expect 2 per node")
+    assert split.startswith("node rank 0 is reported from several hosts (n1, n2). Fix:")
+    assert "2 foreign connection(s)" in foreign(2, ["not a probe hello"])[0]
+    assert missing(2, two, "h:1", 3) == [] == disagreements(two) == duplicates(two)
