@@ -35,10 +35,12 @@ def typecheck(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Ratios measured in one run: import/detect cost and hostlist speed."""
+    """Ratios measured in one run (import/detect cost, hostlist speed, linearity on hostile
+    input), and the probe with 1 000 to 10 000 ranks under `ulimit -n 1024`."""
     session.install(TORCH)
     session.install("-e", ".[dev,lightning]", TORCH)
     session.run("python", "benchmarks/run.py", "--output", "docs/benchmarks.md", *session.posargs)
+    session.run("python", "benchmarks/probe_scale.py", "--output", "docs/benchmarks-probe.md")
 
 
 @nox.session

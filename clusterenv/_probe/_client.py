@@ -3,6 +3,8 @@ told to retry), and trust no answer that lacks the launch's key."""
 
 from __future__ import annotations
 
+import itertools
+import random
 import socket
 import time
 
@@ -20,7 +22,7 @@ from clusterenv.exceptions import ProbeError
 
 __all__ = ["ask"]
 
-_CONNECT_RETRY_S = 0.2
+_CONNECT_RETRY_S = 0.05
 
 
 def ask(
@@ -30,7 +32,7 @@ def ask(
     (plus the time rank 0 takes to answer) or comes from something that is not rank 0."""
     host, port = address
     where, started, last = f"{host}:{port}", time.monotonic(), "no attempt"
-    while True:
+    for attempt in itertools.count():
         try:
             line = _exchange(address, encode(hello), deadline)
         except OSError as error:
@@ -42,11 +44,13 @@ def ask(
                     hint=f"check that rank 0 runs the probe too, that this node can reach {host} "
                     "(firewall) and that MASTER_ADDR names rank 0's node",
                 ) from None
-            time.sleep(_CONNECT_RETRY_S)
+            # Backing off, with jitter: thousands of ranks must not storm a rank 0 that
+            # is still starting.
+            time.sleep(min(_CONNECT_RETRY_S * 2 ** min(attempt, 5), 1.0) * random.uniform(0.5, 1))
             continue
         message = decode(line, (Verdict, Retry))
-        if isinstance(message, Retry):
-            time.sleep(message.after)
+        if isinstance(message, Retry):  # spread the ranks' second asks over time
+            time.sleep(message.after * random.uniform(1.0, 1.5))
             continue
         if isinstance(message, Verdict) and equal(
             message.proof, verdict_proof(key, hello.nonce, message.ok, message.problems)
@@ -58,6 +62,7 @@ def ask(
             else f"something at {where} answered the probe, but not as rank 0 of this launch",
             hint="export MASTER_PORT as a free port (another job or user on the node holds it)",
         )
+    raise AssertionError("itertools.count() never ends")
 
 
 def _exchange(address: tuple[str, int], data: bytes, deadline: float) -> bytes:
@@ -67,6 +72,10 @@ def _exchange(address: tuple[str, int], data: bytes, deadline: float) -> bytes:
     left = deadline - time.monotonic()
     conn = socket.create_connection(address, timeout=max(0.1, min(left, 10.0)))
     with conn:
+        if conn.getsockname() == conn.getpeername():
+            # TCP's self-connect: on one host, retrying a port nobody listens on can pick it
+            # as the local port and connect to itself, holding the port rank 0 needs.
+            raise ConnectionRefusedError(111, "Connection refused (self-connect)")
         conn.settimeout(max(0.1, deadline - time.monotonic()) + 5.0)
         conn.sendall(data)
         reply = bytearray()

@@ -34,8 +34,8 @@ from clusterenv._probe._protocol import (
 __all__ = ["HELLO_S", "Rendezvous", "capacity", "serve"]
 
 HELLO_S = 5.0  # a peer that has not said hello by then is not a rank
-GRACE_S = 2.0  # after the verdict, how long ranks that were told to retry may still ask
-RETRY_S = 0.5
+GRACE_S = 2.0  # past the deadline, how long ranks that were told to retry may still ask
+RETRY_S = 1.0
 _RESERVED_FILES = 64  # for Python, the listener, logs and whatever the caller has open
 
 
@@ -120,9 +120,10 @@ class _Loop:
                 for sock, hello in self.waiting.items():
                     self._answer(sock, hello)
                 self.waiting.clear()
-                if all(k in self.answered for k in self.seen.hellos):
-                    break
-                stop = now + GRACE_S  # for the ranks that were told to retry
+                # Ranks told to retry ask again: serve them until the deadline and a grace.
+                stop = max(now, deadline) + GRACE_S
+            if self.problems is not None and len(self.answered) >= len(self.seen.hellos):
+                break
             self._expire(now)
             self._listen()
             wake = min(stop, deadline) if self.problems is None else stop
@@ -137,8 +138,10 @@ class _Loop:
 
     def _expire(self, now: float) -> None:
         for sock in [s for s, peer in self.peers.items() if now - peer.opened > HELLO_S]:
-            self.seen.stranger("silent or too slow for the hello")
-            self._drop(sock)
+            self._receive(sock)  # a loaded rank 0 may simply not have read it yet
+            if sock in self.peers:
+                self.seen.stranger("silent or too slow for the hello")
+                self._drop(sock)
 
     def _listen(self) -> None:
         room = self.limit - len(self.waiting) - len(self.peers) > 0
