@@ -17,7 +17,8 @@ class Source(str, Enum):
     :mod:`clusterenv.sources`, and the declaration order is the detection priority,
     highest first. The launchers (torchrun, mpirun) win over the schedulers: inside an
     allocation it is they that started this process. Kubeflow's variables are generic
-    (``RANK``, ``WORLD_SIZE``), so it comes after every scheduler; local always matches.
+    (``RANK``, ``WORLD_SIZE``), so it comes after every scheduler, and the bare ``env://``
+    contract after it; local always matches.
     """
 
     TORCHELASTIC = "torchelastic"
@@ -27,6 +28,7 @@ class Source(str, Enum):
     LSF = "lsf"
     PBS = "pbs"
     KUBEFLOW = "kubeflow"
+    ENV = "env"
     LOCAL = "local"
 
 

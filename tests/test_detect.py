@@ -61,7 +61,7 @@ def test_launchers_win_over_schedulers_and_generic_variables_come_last() -> None
     order = [detector.source for detector in DETECTORS]
     assert order.index(Source.TORCHELASTIC) < order.index(Source.SLURM)
     assert order.index(Source.MPI) < order.index(Source.SLURM)
-    assert order[-2:] == [Source.KUBEFLOW, Source.LOCAL]
+    assert order[-3:] == [Source.KUBEFLOW, Source.ENV, Source.LOCAL]  # generic variables
 
 
 def test_force_local_ignores_the_scheduler() -> None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from clusterenv._gpu import gpu_fields
 from clusterenv._reader import EnvReader, GpuProbe
-from clusterenv._spec import Role, Source
+from clusterenv._spec import ResourceSpec, Role, Source
 from clusterenv.sources._detector import Detector, Fields, Roles
+from clusterenv.sources.env import CONTRACT
 
 __all__ = ["DEFAULT_PORT", "DETECTOR", "LocalDetector"]
 
@@ -50,6 +51,19 @@ class LocalDetector(Detector):
             ),
             **gpus,
         }
+
+    def diagnose(
+        self, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]
+    ) -> list[str]:
+        given = [name for name in CONTRACT if name in env]
+        if spec.source is not self.source or not given or len(given) == len(CONTRACT):
+            return []
+        missing = [name for name in CONTRACT if name not in env]
+        return [
+            f"{', '.join(given)} set but not {', '.join(missing)}: not a complete env:// "
+            "launch, so this is read as a local run. Fix: set all six in every process, or "
+            "unset them"
+        ]
 
 
 DETECTOR = LocalDetector()

@@ -27,6 +27,7 @@ fewer nodes than their job, ``srun --mpi=pmi2/pmix``, and MPI launches over seve
 hosts with Open MPI (MPICH's are).
 """
 
+from clusterenv.testing._env import env_launch
 from clusterenv.testing._flux import flux_env
 from clusterenv.testing._kubeflow import kubeflow_env
 from clusterenv.testing._launch import Launch
@@ -39,6 +40,7 @@ from clusterenv.testing._torchelastic import torchrun_env
 
 __all__ = [
     "Launch",
+    "env_launch",
     "flux_env",
     "kubeflow_env",
     "local_env",
