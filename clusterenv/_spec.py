@@ -22,6 +22,7 @@ class Source(str, Enum):
     """
 
     TORCHELASTIC = "torchelastic"
+    PALS = "pals"
     MPI = "mpi"
     SLURM = "slurm"
     FLUX = "flux"

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 
 from clusterenv._gpu import gpu_fields
 from clusterenv._reader import EnvReader, GpuProbe
+from clusterenv._safe import shorten
 from clusterenv._spec import Source
 from clusterenv.exceptions import InconsistentEnvironmentError
 from clusterenv.sources._detector import Detector, Fields, Hints
@@ -55,8 +56,8 @@ class EnvDetector(Detector):
         named = reader.lookup("GROUP_RANK", "NODE_RANK")
         if named is not None and named[1].strip() != str(fields.get("node_rank")):
             raise InconsistentEnvironmentError(
-                f"{named[0]}={named[1]!r} but rank {rank} with LOCAL_WORLD_SIZE={local_size} "
-                f"runs on node {fields.get('node_rank')}",
+                f"{named[0]}={shorten(named[1])!r} but rank {rank} with LOCAL_WORLD_SIZE="
+                f"{local_size} runs on node {fields.get('node_rank')}",
                 variables=(named[0], "RANK", "LOCAL_WORLD_SIZE"),
                 hint=_HINT,
             )

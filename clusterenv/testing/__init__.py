@@ -34,6 +34,7 @@ from clusterenv.testing._launch import Launch
 from clusterenv.testing._local import local_env
 from clusterenv.testing._lsf import lsf_env
 from clusterenv.testing._mpi import mpich_env, openmpi_env
+from clusterenv.testing._pals import pals_env
 from clusterenv.testing._pbs import pbs_env
 from clusterenv.testing._slurm import slurm_env, task_counts
 from clusterenv.testing._torchelastic import torchrun_env
@@ -47,6 +48,7 @@ __all__ = [
     "lsf_env",
     "mpich_env",
     "openmpi_env",
+    "pals_env",
     "pbs_env",
     "slurm_env",
     "task_counts",
