@@ -1,8 +1,12 @@
-"""Kubeflow PyTorchJob: one training process per pod.
+"""Kubeflow PyTorchJob: the pods of a training job.
 
 The training operator sets ``MASTER_ADDR``, ``MASTER_PORT``, ``WORLD_SIZE`` and ``RANK``
-in every pod (``KUBERNETES_SERVICE_HOST`` says it is a pod). Each pod is a node of one
-rank. With torchrun inside the pods, torchrun's variables win (torchelastic source).
+in every pod (``KUBERNETES_SERVICE_HOST`` says it is a pod). Without ``nprocPerNode`` each
+pod is a node of one rank. Operator >= 1.7 and Trainer v2 also set ``PET_NNODES``,
+``PET_NPROC_PER_NODE``, ``PET_NODE_RANK`` and ``PET_MASTER_ADDR/PORT`` for the torchrun
+each pod runs, with ``WORLD_SIZE`` = pods x processes per pod: then the pod's own process
+describes what torchrun should start (one process per pod: it is that rank). The
+processes torchrun starts are read by the torchelastic source, which wins.
 """
 
 from __future__ import annotations
@@ -11,7 +15,9 @@ from collections.abc import Mapping, Sequence
 
 from clusterenv._gpu import gpu_fields
 from clusterenv._reader import EnvReader, GpuProbe
+from clusterenv._safe import shorten
 from clusterenv._spec import ResourceSpec, Role, Source
+from clusterenv.exceptions import InconsistentEnvironmentError
 from clusterenv.sources._detector import Detector, Fields, Hints, Roles
 
 __all__ = ["DETECTOR", "KubeflowDetector"]
@@ -23,8 +29,9 @@ class KubeflowDetector(Detector):
     source = Source.KUBEFLOW
     name = "Kubeflow"
     reason = "KUBERNETES_SERVICE_HOST, RANK and WORLD_SIZE are set: a PyTorchJob pod"
-    variables = ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "RANK", "WORLD_SIZE")
-    roles = Roles(rank="the PyTorchJob")
+    variables = ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "RANK", "WORLD_SIZE", "PET_")
+    launcher = "torchrun"
+    roles = Roles(rank="the PyTorchJob", batch="a PyTorchJob pod before its torchrun (job{job})")
     hints = Hints(
         num_nodes="change the PyTorchJob's replicas",
         devices="run torchrun --nproc_per_node=N in each pod (nprocPerNode)",
@@ -32,9 +39,12 @@ class KubeflowDetector(Detector):
     )
 
     def present(self, env: Mapping[str, str]) -> bool:
-        return all(name in env for name in ("KUBERNETES_SERVICE_HOST", "RANK", "WORLD_SIZE"))
+        pod = "KUBERNETES_SERVICE_HOST" in env
+        return pod and ("PET_NNODES" in env or ("RANK" in env and "WORLD_SIZE" in env))
 
     def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
+        if "PET_NNODES" in reader.env:
+            return self._pod(reader, gpu_probe)
         world_size = reader.integer("world_size", "WORLD_SIZE", hint=_HINT, minimum=1)
         rank = reader.integer("global_rank", "RANK", hint=_HINT)
         reader.derive("num_nodes", "world_size")
@@ -54,10 +64,54 @@ class KubeflowDetector(Detector):
             **gpus,
         }
 
+    def _pod(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
+        """A pod of operator >= 1.7 / Trainer v2: PET_* for the torchrun it runs."""
+
+        def integer(field: str, name: str, minimum: int = 0) -> int:
+            return reader.integer(field, name, hint=_HINT, minimum=minimum)
+
+        nodes = integer("num_nodes", "PET_NNODES", minimum=1)
+        per_pod = reader.integer(
+            "devices_per_node", "PET_NPROC_PER_NODE", hint=_HINT, default=1, minimum=1
+        )
+        node = integer("node_rank", "PET_NODE_RANK")
+        reader.derive("world_size", "num_nodes", "devices_per_node")
+        reader.derive("global_rank", "node_rank", "devices_per_node")
+        stated = reader.lookup("WORLD_SIZE")
+        if stated and stated[1].strip() != str(nodes * per_pod):
+            raise InconsistentEnvironmentError(
+                f"WORLD_SIZE={shorten(stated[1])!r} is not PET_NNODES x PET_NPROC_PER_NODE "
+                f"= {nodes * per_pod}",
+                variables=("WORLD_SIZE", "PET_NNODES", "PET_NPROC_PER_NODE"),
+                hint="the training operator sets these together; look for ones set by hand",
+            )
+        return {
+            "source": self.source,
+            "role": Role.RANK if per_pod == 1 else Role.BATCH,
+            "num_nodes": nodes,
+            "devices_per_node": per_pod,
+            "world_size": nodes * per_pod,
+            "global_rank": node * per_pod,
+            "local_rank": 0,
+            "node_rank": node,
+            "master_addr": reader.text("master_addr", "PET_MASTER_ADDR", "MASTER_ADDR", hint=_HINT),
+            "master_port": reader.integer(
+                "master_port",
+                "PET_MASTER_PORT",
+                "MASTER_PORT",
+                hint=_HINT,
+                minimum=1,
+                maximum=65535,
+            ),
+            **gpu_fields(reader, gpu_probe),
+        }
+
     def diagnose(
         self, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]
     ) -> list[str]:
-        if spec.source is not self.source or len(spec.visible_devices) < 2:
+        if spec.source is not self.source or spec.role is not Role.RANK:
+            return []
+        if spec.devices_per_node > 1 or len(spec.visible_devices) < 2:
             return []
         return [
             f"this pod sees {len(spec.visible_devices)} GPUs but the PyTorchJob starts one "

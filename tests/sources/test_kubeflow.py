@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from clusterenv import MissingVariableError
+from clusterenv import InconsistentEnvironmentError, MissingVariableError
+from clusterenv._diagnose import diagnose
 from clusterenv.testing import kubeflow_env, torchrun_env
 from tests.envs import detect, fields
 
@@ -36,3 +37,28 @@ def test_a_pod_without_its_port_says_so() -> None:
     with pytest.raises(MissingVariableError, match="HINT") as raised:
         detect(env)
     assert "MASTER_PORT" in str(raised.value)
+
+
+def test_operator_1_7_pods_are_nodes_of_nproc_per_node_processes() -> None:
+    """PET_* (training operator >= 1.7, Trainer v2): 4 pods x 2 were read as 8 nodes."""
+    expected = {
+        "source": "kubeflow",
+        "role": "batch",  # the pod's own process: torchrun starts the two ranks
+        "num_nodes": 4,
+        "devices_per_node": 2,
+        "world_size": 8,
+        "node_rank": 1,
+        "global_rank": 2,
+        "master_addr": "pytorchjob-master-0",
+        "master_port": 23456,
+    }
+    env = kubeflow_env(4, 1, nproc_per_node=2)
+    spec = detect(env)
+    assert fields(spec, expected) == expected
+    assert any("`torchrun python train.py`" in warning for warning in diagnose(spec, env))
+    assert detect(kubeflow_env(4, 1, nproc_per_node=1)).role.value == "rank"
+
+
+def test_a_world_size_that_is_not_pods_times_processes_is_an_error() -> None:
+    with pytest.raises(InconsistentEnvironmentError, match="PET_NNODES x PET_NPROC_PER_NODE"):
+        detect(kubeflow_env(4, 1, nproc_per_node=2) | {"WORLD_SIZE": "4"})
