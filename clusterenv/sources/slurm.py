@@ -57,6 +57,20 @@ def parse_gpu_count(name: str, value: str) -> int:
     return total
 
 
+def _het(*names: str) -> tuple[str, ...]:
+    """``names``, then their component-0 forms, which a heterogeneous salloc shell has alone."""
+    return (*names, *(f"{name}_HET_GROUP_0" for name in names))
+
+
+def _tres_gpus(name: str, value: str) -> int | None:
+    """GPUs per task in a TRES list such as ``cpu=2,gres/gpu=1`` or ``gres/gpu:a100=2``."""
+    for item in value.split(","):
+        key, _, count = item.strip().partition("=")
+        if key == "gres/gpu" or key.startswith("gres/gpu:"):
+            return parse_integer(name, count, hint="Slurm writes gres/gpu=N")
+    return None
+
+
 def _at_most(count: int) -> str:
     return f"more than {MAX_HOSTS}" if count > MAX_HOSTS else str(count)
 
@@ -118,12 +132,25 @@ class SlurmDetector(Detector):
         # Slurm's job ids are integers: anything else was set by hand.
         parse_integer(reader.first("job_id"), job_id, hint=_HINT)
         step = "SLURM_STEP_ID" in reader.env
-        fields, slurm_gpus = self._step(reader) if step else self._allocation(reader)
+        procid = reader.env.get("SLURM_PROCID")
+        if not step and procid is not None and procid.strip() != "0":
+            raise InconsistentEnvironmentError(
+                f"SLURM_PROCID={shorten(procid)!r} without SLURM_STEP_ID: neither an srun task "
+                "(which has SLURM_STEP_ID) nor the batch step (whose SLURM_PROCID is 0), so two "
+                "processes could both believe they are rank 0",
+                variables=("SLURM_PROCID", "SLURM_STEP_ID"),
+                hint="start the ranks with srun, and do not export SLURM_PROCID by hand",
+            )
+        batch = not step and procid is not None
+        # The shell runs on the submit host: its GPUs are not the allocation's.
+        devices = visible_gpus(reader, gpu_probe) if step or batch else ()
+        if step:
+            fields, slurm_gpus = self._step(reader)
+        else:
+            fields, slurm_gpus = self._allocation(reader, len(devices))
         if fields["role"] is Role.SHELL:
-            devices: tuple[str, ...] = ()  # the shell runs on the submit host, not on a node
             gpus = slurm_gpus or 0
         else:
-            devices = visible_gpus(reader, gpu_probe)
             if slurm_gpus is None:
                 reader.derive("gpus_per_node", "visible_devices")
             gpus = len(devices) if slurm_gpus is None else slurm_gpus
@@ -181,6 +208,19 @@ class SlurmDetector(Detector):
                 "one node will collide. Fix: unset MASTER_PORT and clusterenv derives one from "
                 "the job id"
             )
+        if spec.source is self.source and spec.role is Role.BATCH and "SLURM_NTASKS" in env:
+            layout = env.get("SLURM_TASKS_PER_NODE", "")
+            if spec.world_size != spec.num_nodes * spec.devices_per_node:
+                warnings.append(
+                    f"the job's {spec.world_size} tasks are placed unevenly "
+                    f"(SLURM_TASKS_PER_NODE={shorten(layout)!r}), which Lightning cannot "
+                    "train on. Fix: --ntasks-per-node instead of --ntasks"
+                )
+        if "SLURM_JOB_NODELIST" not in env and "SLURM_JOB_NODELIST_HET_GROUP_0" in env:
+            warnings.append(
+                "a heterogeneous job: this describes its component 0, what a plain srun "
+                "starts. Fix: srun --het-group=N for another component"
+            )
         job_name = env.get("SLURM_JOB_NAME")
         if job_name in ("bash", "interactive") and spec.role is Role.RANK and spec.world_size > 1:
             warnings.append(
@@ -217,14 +257,15 @@ class SlurmDetector(Detector):
         }
         return fields, self._gpus(reader, tasks_here)
 
-    def _allocation(self, reader: EnvReader) -> tuple[Fields, int | None]:
-        """The batch step or the salloc shell: describe what srun should start."""
+    def _allocation(self, reader: EnvReader, visible: int) -> tuple[Fields, int | None]:
+        """The batch step or the salloc shell: describe what srun should start. In a
+        heterogeneous job (only ``*_HET_GROUP_N`` geometry) that is component 0."""
         num_nodes = reader.integer(
-            "num_nodes", "SLURM_JOB_NUM_NODES", "SLURM_NNODES", hint=_HINT, minimum=1
+            "num_nodes", *_het("SLURM_JOB_NUM_NODES", "SLURM_NNODES"), hint=_HINT, minimum=1
         )
         layout = None
-        if reader.lookup("SLURM_TASKS_PER_NODE"):
-            layout = self._layout(reader, "SLURM_TASKS_PER_NODE")
+        if reader.lookup(*_het("SLURM_TASKS_PER_NODE")):
+            layout = self._layout(reader, *_het("SLURM_TASKS_PER_NODE"))
             ntasks = "SLURM_NTASKS" if "SLURM_NTASKS" in reader.env else None
             self._check_layout(reader, layout, num_nodes, ntasks)
         tasks_here = layout.on_node(0) if layout else 1
@@ -234,9 +275,15 @@ class SlurmDetector(Detector):
                 "devices_per_node", "SLURM_NTASKS_PER_NODE", hint=_HINT, minimum=1
             )
             world_size = per_node * num_nodes
+        elif layout and "SLURM_NTASKS" in reader.env:  # -n: the tasks as Slurm placed them
+            per_node, world_size = tasks_here, layout.num_tasks
+            reader.note("devices_per_node", layout.name)
         elif gpus:
             per_node, world_size = gpus, gpus * num_nodes
             reader.derive("devices_per_node", "gpus_per_node")
+        elif visible:  # GPUs seen without gres: still one rank per GPU
+            per_node, world_size = visible, visible * num_nodes
+            reader.derive("devices_per_node", "visible_devices")
         elif layout:
             per_node, world_size = tasks_here, layout.num_tasks
             reader.note("devices_per_node", layout.name)
@@ -251,7 +298,9 @@ class SlurmDetector(Detector):
             "global_rank": 0,
             "local_rank": 0,
             "node_rank": 0,
-            "hostnames": self._hostnames(reader, num_nodes, "SLURM_JOB_NODELIST", "SLURM_NODELIST"),
+            "hostnames": self._hostnames(
+                reader, num_nodes, *_het("SLURM_JOB_NODELIST", "SLURM_NODELIST")
+            ),
         }
         return fields, gpus
 
@@ -321,6 +370,11 @@ class SlurmDetector(Detector):
         if found:
             reader.note("gpus_per_node", found[0])
             return parse_gpu_count(*found) * tasks_here
+        found = reader.lookup("SLURM_TRES_PER_TASK")  # 23.11+: "cpu=2,gres/gpu=1"
+        per_task = _tres_gpus(*found) if found else None
+        if found and per_task is not None:
+            reader.note("gpus_per_node", found[0])
+            return per_task * tasks_here
         return None
 
 

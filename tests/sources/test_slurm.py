@@ -13,8 +13,10 @@ from clusterenv import (
     ResourceSpec,
     detect_environment,
 )
+from clusterenv._diagnose import diagnose
 from clusterenv.sources._geometry import PORT_BASE, PORT_SPAN
 from clusterenv.sources.slurm import parse_gpu_count
+from clusterenv.testing import slurm_env
 from tests.envs import batch_step, salloc_shell, srun_task
 
 
@@ -224,3 +226,63 @@ def test_batch_task_count_must_match_layout() -> None:
 )
 def test_parse_gpu_count(value: str, count: int) -> None:
     assert parse_gpu_count("SLURM_GPUS_PER_NODE", value) == count
+
+
+# -- defects measured on real captures and Slurm 24.11 (issue 19) --------------------------
+
+
+def test_a_batch_step_with_ntasks_reports_the_tasks_and_warns_when_uneven() -> None:
+    """sbatch --ntasks=12 --gpus-per-task=1 placed 8+4: SLURM_NTASKS=12 (sbatch(1): -n sets
+    SLURM_NTASKS; SLURM_TASKS_PER_NODE lists the placement), not GPUs x nodes = 16."""
+    env = slurm_env(2, [8, 4], step="batch") | {"SLURM_GPUS_ON_NODE": "8"}
+    spec = detect(env)
+    assert (spec.world_size, spec.devices_per_node) == (12, 8)
+    assert any("placed unevenly (SLURM_TASKS_PER_NODE='8,4')" in w for w in diagnose(spec, env))
+
+
+def test_a_batch_step_that_sees_gpus_without_gres_starts_one_rank_per_gpu() -> None:
+    env = slurm_env(2, step="batch") | {"CUDA_VISIBLE_DEVICES": "0,1,2,3"}
+    spec = detect(env)
+    assert (spec.gpus_per_node, spec.devices_per_node, spec.world_size) == (4, 4, 8)
+
+
+def test_a_procid_without_a_step_is_not_the_batch_step() -> None:
+    """The batch step always has SLURM_PROCID=0 (srun(1) sets SLURM_STEP_ID in a step)."""
+    env = slurm_env(2, step="batch") | {"SLURM_PROCID": "1"}
+    with pytest.raises(
+        InconsistentEnvironmentError, match="SLURM_PROCID='1' without SLURM_STEP_ID"
+    ):
+        detect(env)
+
+
+def test_slurm_24_tres_per_task_gives_the_gpus() -> None:
+    """24.11 replaced SLURM_GPUS_PER_TASK by SLURM_TRES_PER_TASK=gres/gpu=N (and cpu=N)."""
+    env = slurm_env(2, 2, step="salloc") | {"SLURM_TRES_PER_TASK": "cpu=4,gres/gpu=1"}
+    assert detect(env).gpus_per_node == 2
+    env["SLURM_TRES_PER_TASK"] = "gres/gpu:a100=2"
+    assert detect(env).gpus_per_node == 4
+    env["SLURM_TRES_PER_TASK"] = "cpu=4"
+    assert detect(env).gpus_per_node == 0
+
+
+def test_a_heterogeneous_salloc_shell_describes_component_0() -> None:
+    """Both 22.05 and 24.11 give such a shell only *_HET_GROUP_N geometry."""
+    shell = slurm_env(2, step="salloc", nodelist="cn[001-002]")
+    env = {k: v for k, v in shell.items() if k not in ("SLURM_JOB_NODELIST", "SLURM_NODELIST")}
+    env = {k: v for k, v in env.items() if k not in ("SLURM_JOB_NUM_NODES", "SLURM_NNODES")}
+    env |= {
+        "SLURM_JOB_NODELIST_HET_GROUP_0": "cn[001-002]",
+        "SLURM_JOB_NUM_NODES_HET_GROUP_0": "2",
+        "SLURM_JOB_NODELIST_HET_GROUP_1": "cn003",
+        "SLURM_JOB_NUM_NODES_HET_GROUP_1": "1",
+    }
+    spec = detect(env)
+    assert (spec.role.value, spec.num_nodes, spec.hostnames) == ("shell", 2, ("cn001", "cn002"))
+    assert any(
+        "heterogeneous job: this describes its component 0" in w for w in diagnose(spec, env)
+    )
+
+
+def test_a_malformed_node_list_names_its_variable() -> None:
+    with pytest.raises(HostlistError, match="SLURM_STEP_NODELIST"):
+        detect(srun_task([2, 2], 1) | {"SLURM_STEP_NODELIST": "cn[001-"})
