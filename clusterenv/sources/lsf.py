@@ -76,7 +76,7 @@ class LsfDetector(Detector):
         hosts = list(dict.fromkeys(slots))
         fields: Fields
         if "JSM_NAMESPACE_RANK" in reader.env:
-            fields = self._task(reader, hosts)
+            fields, hosts = self._task(reader, slots, hosts)
         else:  # the job script: describe what jsrun should start
             fields = job_script_fields(reader, slots)
         master_addr = reader.optional("master_addr", "MASTER_ADDR")
@@ -118,7 +118,9 @@ class LsfDetector(Detector):
         return slots
 
     @staticmethod
-    def _task(reader: EnvReader, hosts: list[str]) -> Fields:
+    def _task(reader: EnvReader, slots: list[str], hosts: list[str]) -> tuple[Fields, list[str]]:
+        """A jsrun task, and the compute hosts (rank 0's first)."""
+
         def integer(field: str, name: str, minimum: int = 0) -> int:
             return reader.integer(field, name, hint=_JSM_HINT, minimum=minimum)
 
@@ -128,8 +130,12 @@ class LsfDetector(Detector):
         local_size = integer("devices_per_node", "JSM_NAMESPACE_LOCAL_SIZE", minimum=1)
         fields = rank_fields(reader, world_size, rank, local_rank, local_size)
         num_nodes = fields["num_nodes"]
-        compute = hosts[1:] if len(hosts) == num_nodes + 1 else hosts  # a launch node left
-        return {**fields, "hostnames": tuple(compute) if len(compute) == num_nodes else ()}
+        # A launch node left in the list (one slot, first): it runs no rank, so it is not
+        # the main address even when the compute hosts have one slot each too.
+        launch_node = len(hosts) > num_nodes and slots.count(hosts[0]) == 1
+        compute = hosts[1:] if launch_node else hosts
+        named = tuple(compute) if len(compute) == num_nodes else ()
+        return {**fields, "hostnames": named}, compute
 
     def diagnose(
         self, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]

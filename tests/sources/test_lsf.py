@@ -51,3 +51,23 @@ def test_wrong_but_common_environments(env: dict[str, str], error: type[Any], wo
     with pytest.raises(error, match="HINT") as raised:
         detect(env)
     assert words in str(raised.value)
+
+
+def test_the_launch_node_is_never_the_main_address() -> None:
+    """Compute hosts with one slot each and a jsrun over fewer nodes than allocated: the
+    first line of LSB_DJOB_HOSTFILE is the launch node (LSF on CSM systems), not rank 0's."""
+    hostfile = "batch1\nh01\nh02\nh03\n"
+    env = Launch(
+        {
+            "LSB_JOBID": "42",
+            "LSB_DJOB_HOSTFILE": "/hf",
+            "JSM_NAMESPACE_RANK": "1",
+            "JSM_NAMESPACE_SIZE": "2",
+            "JSM_NAMESPACE_LOCAL_RANK": "0",
+            "JSM_NAMESPACE_LOCAL_SIZE": "1",
+            "MASTER_PORT": "29500",
+        },
+        {"/hf": hostfile},
+    )
+    spec = detect(env)
+    assert (spec.num_nodes, spec.master_addr) == (2, "h01")
