@@ -153,42 +153,36 @@ def test_a_dripping_stranger_delays_no_one() -> None:
     assert not isinstance(results[1], ProbeError)
 
 
-def test_a_forged_verdict_server_never_makes_the_probe_pass() -> None:
+def answering_rank_0(port: int, reply: bytes) -> socket.socket:
+    """A stranger holding the probe's port that answers every hello with ``reply``."""
+    fake = socket.socket()
+    fake.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    fake.bind(("127.0.0.1", port))
+    fake.listen()
+
+    def answer() -> None:
+        conn, _ = fake.accept()
+        with conn:
+            conn.recv(9000)
+            conn.sendall(reply)
+
+    threading.Thread(target=answer, daemon=True).start()
+    return fake
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        encode(Verdict(ok=True, problems=[], proof="f" * 64)),  # forged: no launch key
+        b'{"kind": "verdict", "ok": [[[]]]}\n',  # malformed
+    ],
+    ids=["forged", "malformed"],
+)
+def test_a_stranger_answering_for_rank_0_never_makes_the_probe_pass(reply: bytes) -> None:
     port = free_port()
-    with socket.socket() as fake:
-        fake.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        fake.bind(("127.0.0.1", port))
-        fake.listen()
-
-        def answer() -> None:
-            conn, _ = fake.accept()
-            with conn:
-                conn.recv(9000)
-                forged = Verdict(ok=True, problems=[], proof="f" * 64)
-                conn.sendall(encode(forged))
-
-        threading.Thread(target=answer, daemon=True).start()
-        spec, env = launch(2, port)[1]
-        with pytest.raises(ProbeError, match="not as rank 0 of this launch"):
-            probe(spec, timeout=TIMEOUT, env=env)
-
-
-def test_a_malformed_answer_is_an_error_not_a_crash() -> None:
-    port = free_port()
-    with socket.socket() as fake:
-        fake.bind(("127.0.0.1", port))
-        fake.listen()
-
-        def answer() -> None:
-            conn, _ = fake.accept()
-            with conn:
-                conn.recv(9000)
-                conn.sendall(b'{"kind": "verdict", "ok": [[[]]]}\n')
-
-        threading.Thread(target=answer, daemon=True).start()
-        spec, env = launch(2, port)[1]
-        with pytest.raises(ProbeError, match="not as rank 0"):
-            probe(spec, timeout=TIMEOUT, env=env)
+    spec, env = launch(2, port)[1]
+    with answering_rank_0(port, reply), pytest.raises(ProbeError, match="not as rank 0"):
+        probe(spec, timeout=TIMEOUT, env=env)
 
 
 @pytest.mark.parametrize("timeout", [math.nan, math.inf, 0.0, -1.0])

@@ -18,6 +18,7 @@ __all__ = [
     "job_script_fields",
     "main_address",
     "rank_fields",
+    "read_ranks",
     "uneven_slots",
 ]
 
@@ -117,4 +118,25 @@ def rank_fields(
         variables=names,
         hint="start the same number of ranks on every node (e.g. mpirun --map-by "
         "ppr:N:node), or use a launcher that names the nodes (srun)",
+    )
+
+
+def read_ranks(
+    reader: EnvReader,
+    *,
+    world: tuple[str, ...],
+    rank: tuple[str, ...],
+    local_rank: tuple[str, ...],
+    local_size: tuple[str, ...],
+    hint: str,
+    world_hint: str | None = None,
+) -> Fields:
+    """:func:`rank_fields` of a launcher that names ranks but no node, from the first set
+    variable of each group (world size, rank, local rank, local size)."""
+    return rank_fields(
+        reader,
+        reader.integer("world_size", *world, hint=world_hint or hint, minimum=1),
+        reader.integer("global_rank", *rank, hint=hint),
+        reader.integer("local_rank", *local_rank, hint=hint),
+        reader.integer("devices_per_node", *local_size, hint=hint, minimum=1),
     )

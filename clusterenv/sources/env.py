@@ -19,7 +19,7 @@ from clusterenv._safe import shorten
 from clusterenv._spec import Source
 from clusterenv.exceptions import InconsistentEnvironmentError
 from clusterenv.sources._detector import Detector, Fields, Hints
-from clusterenv.sources._geometry import rank_fields
+from clusterenv.sources._geometry import read_ranks
 
 __all__ = ["CONTRACT", "DETECTOR", "EnvDetector"]
 
@@ -45,14 +45,15 @@ class EnvDetector(Detector):
         return all(name in env for name in CONTRACT)
 
     def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
-        def integer(field: str, name: str, minimum: int = 0) -> int:
-            return reader.integer(field, name, hint=_HINT, minimum=minimum)
-
-        world_size = integer("world_size", "WORLD_SIZE", minimum=1)
-        rank = integer("global_rank", "RANK")
-        local_rank = integer("local_rank", "LOCAL_RANK")
-        local_size = integer("devices_per_node", "LOCAL_WORLD_SIZE", minimum=1)
-        fields = rank_fields(reader, world_size, rank, local_rank, local_size)
+        fields = read_ranks(
+            reader,
+            world=("WORLD_SIZE",),
+            rank=("RANK",),
+            local_rank=("LOCAL_RANK",),
+            local_size=("LOCAL_WORLD_SIZE",),
+            hint=_HINT,
+        )
+        rank, local_size = fields.get("global_rank", 0), fields.get("devices_per_node", 1)
         named = reader.lookup("GROUP_RANK", "NODE_RANK")
         if named is not None and named[1].strip() != str(fields.get("node_rank")):
             raise InconsistentEnvironmentError(

@@ -23,7 +23,7 @@ from clusterenv.sources._detector import Detector, Fields, Hints, Roles
 from clusterenv.sources._geometry import (
     job_port,
     job_script_fields,
-    rank_fields,
+    read_ranks,
     uneven_slots,
 )
 
@@ -120,15 +120,14 @@ class LsfDetector(Detector):
     @staticmethod
     def _task(reader: EnvReader, slots: list[str], hosts: list[str]) -> tuple[Fields, list[str]]:
         """A jsrun task, and the compute hosts (rank 0's first)."""
-
-        def integer(field: str, name: str, minimum: int = 0) -> int:
-            return reader.integer(field, name, hint=_JSM_HINT, minimum=minimum)
-
-        world_size = integer("world_size", "JSM_NAMESPACE_SIZE", minimum=1)
-        rank = integer("global_rank", "JSM_NAMESPACE_RANK")
-        local_rank = integer("local_rank", "JSM_NAMESPACE_LOCAL_RANK")
-        local_size = integer("devices_per_node", "JSM_NAMESPACE_LOCAL_SIZE", minimum=1)
-        fields = rank_fields(reader, world_size, rank, local_rank, local_size)
+        fields = read_ranks(
+            reader,
+            world=("JSM_NAMESPACE_SIZE",),
+            rank=("JSM_NAMESPACE_RANK",),
+            local_rank=("JSM_NAMESPACE_LOCAL_RANK",),
+            local_size=("JSM_NAMESPACE_LOCAL_SIZE",),
+            hint=_JSM_HINT,
+        )
         num_nodes = fields["num_nodes"]
         # A launch node left in the list (one slot, first): it runs no rank, so it is not
         # the main address even when the compute hosts have one slot each too.

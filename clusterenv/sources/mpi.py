@@ -28,7 +28,7 @@ from clusterenv._gpu import gpu_fields
 from clusterenv._reader import EnvReader, GpuProbe
 from clusterenv._spec import ResourceSpec, Source
 from clusterenv.sources._detector import Detector, Fields, Hints
-from clusterenv.sources._geometry import job_port, main_address, rank_fields
+from clusterenv.sources._geometry import job_port, main_address, read_ranks
 from clusterenv.sources.local import DEFAULT_PORT
 
 __all__ = ["DETECTOR", "MpiDetector"]
@@ -65,14 +65,14 @@ class MpiDetector(Detector):
         return hydra or ("SLURM_STEP_ID" not in env and ("PMI_RANK" in env or "PMIX_RANK" in env))
 
     def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
-        def integer(field: str, names: tuple[str, ...], minimum: int = 0) -> int:
-            return reader.integer(field, *names, hint=_HINT, minimum=minimum)
-
-        world_size = integer("world_size", _SIZE, minimum=1)
-        rank = integer("global_rank", _RANK)
-        local_rank = integer("local_rank", _LOCAL_RANK)
-        local_size = integer("devices_per_node", _LOCAL_SIZE, minimum=1)
-        fields = rank_fields(reader, world_size, rank, local_rank, local_size)
+        fields = read_ranks(
+            reader,
+            world=_SIZE,
+            rank=_RANK,
+            local_rank=_LOCAL_RANK,
+            local_size=_LOCAL_SIZE,
+            hint=_HINT,
+        )
         master_addr = main_address(
             reader, fields["num_nodes"], "mpirun -x MASTER_ADDR=$(hostname) ..."
         )

@@ -19,7 +19,7 @@ from clusterenv._safe import shorten
 from clusterenv._spec import Source
 from clusterenv.exceptions import InconsistentEnvironmentError
 from clusterenv.sources._detector import Detector, Fields, Hints
-from clusterenv.sources._geometry import job_port, main_address, rank_fields
+from clusterenv.sources._geometry import job_port, main_address, read_ranks
 from clusterenv.sources.local import DEFAULT_PORT
 
 __all__ = ["DETECTOR", "PalsDetector"]
@@ -48,15 +48,16 @@ class PalsDetector(Detector):
         return "PALS_RANKID" in env or ("PMI_LOCAL_RANK" in env and "PMI_RANK" in env)
 
     def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
-        world_size = reader.integer(
-            "world_size", "PMI_SIZE", "WORLD_SIZE", hint=_SIZE_HINT, minimum=1
+        fields = read_ranks(
+            reader,
+            world=("PMI_SIZE", "WORLD_SIZE"),
+            rank=("PALS_RANKID", "PMI_RANK"),
+            local_rank=("PALS_LOCAL_RANKID", "PMI_LOCAL_RANK"),
+            local_size=("PALS_LOCAL_SIZE", "PMI_LOCAL_SIZE"),
+            hint=_HINT,
+            world_hint=_SIZE_HINT,
         )
-        rank = reader.integer("global_rank", "PALS_RANKID", "PMI_RANK", hint=_HINT)
-        local_rank = reader.integer("local_rank", "PALS_LOCAL_RANKID", "PMI_LOCAL_RANK", hint=_HINT)
-        local_size = reader.integer(
-            "devices_per_node", "PALS_LOCAL_SIZE", "PMI_LOCAL_SIZE", hint=_HINT, minimum=1
-        )
-        fields = rank_fields(reader, world_size, rank, local_rank, local_size)
+        rank, local_size = fields.get("global_rank", 0), fields.get("devices_per_node", 1)
         named = reader.lookup("PALS_NODEID")
         if named is not None and named[1].strip() != str(fields.get("node_rank")):
             raise InconsistentEnvironmentError(

@@ -4,6 +4,24 @@
 
 NODES=(cn001 cn002 cn003 gpu-a1)
 
+log() { echo "$(basename "$0" .sh): $*" >&2; }
+
+# Say what failed, with the tail of every daemon log in LOG_DIR, and stop.
+fail() {
+    log "$*"
+    for f in "$LOG_DIR"/*.log; do
+        [ -f "$f" ] && { echo "--- tail of $f" >&2; tail -n 20 "$f" >&2; }
+    done
+    exit 1
+}
+
+# Whether every node is idle; the arguments run sinfo elsewhere (`chroot ROOT`).
+all_idle() {
+    local states
+    states=$(timeout 5 "$@" sinfo -h -N -o '%N %t' 2>/dev/null) || return 1
+    [ "$(grep -c ' idle$' <<<"$states")" = "${#NODES[@]}" ]
+}
+
 # The state directories and the fake GPUs: slurmd only binds GRES files that are
 # character devices (major 195 = nvidia).
 make_state() {  # ROOT STATE

@@ -16,23 +16,8 @@ MARK="# written by clusterenv tests/launchers/slurm-up.sh"
 # shellcheck source=tests/launchers/slurm-common.sh
 source "$(dirname "$0")/slurm-common.sh"
 
-log() { echo "slurm-up: $*" >&2; }
-
-fail() {
-    log "$*"
-    for f in "$STATE"/log/*.log; do
-        [ -f "$f" ] && { echo "--- tail of $f" >&2; tail -n 20 "$f" >&2; }
-    done
-    exit 1
-}
-
+LOG_DIR="$STATE/log"
 [ "$(id -u)" = 0 ] || fail "must run as root (it starts slurmd and munged)"
-
-all_idle() {
-    local states
-    states=$(timeout 5 sinfo -h -N -o '%N %t' 2>/dev/null) || return 1
-    [ "$(grep -c ' idle$' <<<"$states")" = "${#NODES[@]}" ]
-}
 
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 

@@ -24,30 +24,15 @@ PACKAGES=(slurm-wlm slurmctld slurmd slurm-client munge libpmix-dev)
 PACKAGES+=(libffi8 libssl3t64 libsqlite3-0 libbz2-1.0 liblzma5 zlib1g libuuid1 libreadline8t64)
 PACKAGES+=(libncursesw6 libgdbm6t64 libstdc++6 libgomp1)
 
-log() { echo "slurm24-up: $*" >&2; }
+LOG_DIR="$ROOT$STATE/log"
 in_root() { chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
-
-fail() {
-    log "$*"
-    for f in "$ROOT$STATE"/log/*.log; do
-        [ -f "$f" ] && { echo "--- tail of $f" >&2; tail -n 20 "$f" >&2; }
-    done
-    exit 1
-}
-
 [ "$(id -u)" = 0 ] || fail "must run as root (debootstrap, mount, chroot, slurmd)"
-
-all_idle() {
-    local states
-    states=$(timeout 5 chroot "$ROOT" sinfo -h -N -o '%N %t' 2>/dev/null) || return 1
-    [ "$(grep -c ' idle$' <<<"$states")" = "${#NODES[@]}" ]
-}
 
 alive() { [ -f "$ROOT$1" ] && kill -0 "$(cat "$ROOT$1")" 2>/dev/null; }
 
 mounted() { mountpoint -q "$ROOT$1"; }
 
-if mounted /proc && alive "$STATE/run/slurmctld.pid" && all_idle; then
+if mounted /proc && alive "$STATE/run/slurmctld.pid" && all_idle chroot "$ROOT"; then
     log "already up"
     exit 0
 fi
@@ -127,7 +112,7 @@ for node in "${NODES[@]}"; do
     in_root slurmd -N "$node" || fail "slurmd -N $node did not start"
 done
 for _ in $(seq 150); do
-    all_idle && { log "up: ${NODES[*]} idle ($(chroot "$ROOT" sinfo --version))"; exit 0; }
+    all_idle chroot "$ROOT" && { log "up: ${NODES[*]} idle ($(chroot "$ROOT" sinfo --version))"; exit 0; }
     sleep 0.2
 done
 fail "nodes not idle after 30 s: $(chroot "$ROOT" sinfo -h -N -o '%N %t' 2>&1 | tr '\n' ' ')"
