@@ -342,3 +342,21 @@ def test_run_takes_its_options_before_the_script(tmp_path: Path) -> None:
     help_text = cli(["run", "--help"])
     assert help_text.returncode == 0
     assert b"(-m MODULE | SCRIPT)" in help_text.stdout
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("SLURM_TASKS_PER_NODE", HUGE + "(x2)"),
+        ("SLURM_GPUS_PER_NODE", "gpu:a100:" + HUGE),
+        ("SLURM_TRES_PER_TASK", "gres/gpu=" + HUGE),
+        ("SLURM_STEP_GPUS", HUGE),
+        ("LSB_MCPU_HOSTS", "h " + HUGE),
+    ],
+)
+def test_huge_numbers_inside_structured_values(name: str, value: str) -> None:
+    """The batch step reads each of these (an srun task reads the step's own first)."""
+    base = {"LSB_JOBID": "1"} if name.startswith("LSB") else slurm_env(2, step="batch")
+    with pytest.raises(InvalidVariableError, match=name) as raised:
+        detect(base | {name: value})
+    assert len(str(raised.value)) < 1000

@@ -26,9 +26,8 @@ import math
 import os
 import socket
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from clusterenv._detect import explain_environment
@@ -36,75 +35,16 @@ from clusterenv._diagnose import launcher_for
 from clusterenv._probe._checks import check
 from clusterenv._probe._client import ask
 from clusterenv._probe._protocol import Hello, hello_proof, launch_key, new_nonce
+from clusterenv._probe._report import ProbeReport, probe_port
 from clusterenv._probe._server import Rendezvous, serve
 from clusterenv._spec import ResourceSpec, Role
 from clusterenv.exceptions import ProbeError
-from clusterenv.sources import detector_for
 
 __all__ = ["DEFAULT_TIMEOUT", "MAX_RANKS", "ProbeReport", "probe", "probe_port"]
 
 DEFAULT_TIMEOUT = 30.0
 #: The most ranks one probe takes: rank 0 keeps a small record per rank.
 MAX_RANKS = 1_000_000
-#: Rows of the rank-0 table before it summarises by node (``--all`` shows every row).
-SHOWN_ROWS = 16
-
-
-@dataclass
-class ProbeReport:
-    """What rank 0 saw: one row per rank that said hello (other ranks get none)."""
-
-    spec: ResourceSpec
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-    note: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-    def table(self, *, every_row: bool = False) -> str:
-        """One row per rank (the first ``SHOWN_ROWS``, then a count per status and node
-        unless ``every_row``), host names in full; then the verdict."""
-        rows = sorted(self.rows, key=lambda row: (row["rank"], row["status"]))
-        width = max([4, *(len(row["host"]) for row in rows[:SHOWN_ROWS])])
-        lines = [f"{'rank':>5}  {'host':<{width}}  {'node':>5} {'local':>5}  status  GPUs"]
-        shown = rows if every_row else rows[:SHOWN_ROWS]
-        for row in shown:
-            gpus = ",".join(row["gpus"]) or "-"
-            lines.append(
-                f"{row['rank']:>5}  {row['host']:<{width}}  {row['node']:>5} {row['local']:>5}"
-                f"  {row['status']}  {gpus}"
-            )
-        if len(rows) > len(shown):
-            nodes: dict[str, set[int]] = defaultdict(set)
-            counts: Counter[str] = Counter()
-            for row in rows[len(shown) :]:
-                nodes[row["status"]].add(row["node"])
-                counts[row["status"]] += 1
-            said = "; ".join(
-                f"{counts[status]} {status} on {len(on)} node(s)" for status, on in nodes.items()
-            )
-            lines.append(f"   ... {len(rows) - len(shown)} more ranks: {said} (--all lists them)")
-        if self.note:
-            lines.append(self.note)
-        elif self.ok:  # a failure's problems follow in the ProbeError's message
-            spec = self.spec
-            lines.append(
-                f"OK: {spec.world_size} ranks on {spec.num_nodes} node(s) reached "
-                f"{spec.master_addr}:{probe_port(spec)}"
-            )
-        return "\n".join(lines)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "ok": self.ok,
-            "world_size": self.spec.world_size,
-            "address": f"{self.spec.master_addr}:{probe_port(self.spec)}",
-            "problems": self.problems,
-            "note": self.note,
-            "ranks": sorted(self.rows, key=lambda row: row["rank"]),
-        }
 
 
 def probe(
@@ -258,13 +198,6 @@ def _row_of(hello: Hello, status: str) -> dict[str, Any]:
         "gpus": list(hello.gpus),
         "status": status,
     }
-
-
-def probe_port(spec: ResourceSpec) -> int:
-    """The main port, or where the launcher holds it (torchrun's agent store) the next one."""
-    if not detector_for(spec.source).holds_main_port:
-        return spec.master_port
-    return spec.master_port + 1 if spec.master_port < 65535 else spec.master_port - 1
 
 
 def _listen(address: str, port: int) -> socket.socket:

@@ -13,93 +13,29 @@ the job name (salloc names its jobs ``interactive`` and their srun steps inherit
   rank per GPU, else the job's task layout.
 
 The main address is the first host of the node list (``MASTER_ADDR`` overrides); the main
-port is ``MASTER_PORT`` or derived from the job id (:func:`~clusterenv.sources.base.job_port`).
+port is ``MASTER_PORT`` or derived from the job id (:func:`~clusterenv.sources._geometry.job_port`).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 
 from clusterenv._gpu import visible_gpus
 from clusterenv._reader import EnvReader, GpuProbe, parse_integer
 from clusterenv._safe import shorten
 from clusterenv._spec import Accelerator, ResourceSpec, Role, Source
-from clusterenv.exceptions import HostlistError, InconsistentEnvironmentError, InvalidVariableError
-from clusterenv.hostlist import MAX_HOSTS, count_hosts, expand_hostlist
+from clusterenv.exceptions import HostlistError, InconsistentEnvironmentError
+from clusterenv.hostlist import count_hosts, expand_hostlist
 from clusterenv.sources._detector import Detector, Fields, Hints, Roles
 from clusterenv.sources._geometry import job_port
+from clusterenv.sources.slurm._values import TaskLayout, at_most, het, parse_gpu_count, tres_gpus
 
 __all__ = ["DETECTOR", "SlurmDetector", "TaskLayout", "parse_gpu_count"]
 
-_HINT = "Slurm sets this inside a job; run the script under sbatch, salloc or srun"
-_STEP_HINT = "Slurm sets this in every srun task; launch the ranks with srun"
-_GPU_ITEM = re.compile(r"(?:[A-Za-z0-9_.-]+:){0,2}([0-9]+)")
 # Ports that many scripts hard-code: two jobs sharing a node then collide.
 _COMMON_PORTS = frozenset({12910, 29500, 1234, 12345})
-_TASKS_ITEM = re.compile(r"([0-9]+)(?:\(x([0-9]+)\))?")
-
-
-def parse_gpu_count(name: str, value: str) -> int:
-    """GPUs in a Slurm GPU count: ``4``, ``a100:4``, ``gpu:a100:4``, ``a100:2,v100:2`` -> sum."""
-    items = re.sub(r"\([^)]*\)", "", value).split(",")  # drop "(S:0-1)"-style socket bindings
-    total = 0
-    for item in items:
-        match = _GPU_ITEM.fullmatch(item.strip())
-        if match is None:
-            raise InvalidVariableError(
-                f"{name}={shorten(value)!r} is not a GPU count such as '4', 'a100:4' or "
-                "'gpu:a100:4'",
-                variables=(name,),
-                hint="check the --gpus*/--gres options of the job",
-            )
-        total += int(match.group(1))
-    return total
-
-
-def _het(*names: str) -> tuple[str, ...]:
-    """``names``, then their component-0 forms, which a heterogeneous salloc shell has alone."""
-    return (*names, *(f"{name}_HET_GROUP_0" for name in names))
-
-
-def _tres_gpus(name: str, value: str) -> int | None:
-    """GPUs per task in a TRES list such as ``cpu=2,gres/gpu=1`` or ``gres/gpu:a100=2``."""
-    for item in value.split(","):
-        key, _, count = item.strip().partition("=")
-        if key == "gres/gpu" or key.startswith("gres/gpu:"):
-            return parse_integer(name, count, hint="Slurm writes gres/gpu=N")
-    return None
-
-
-def _at_most(count: int) -> str:
-    return f"more than {MAX_HOSTS}" if count > MAX_HOSTS else str(count)
-
-
-class TaskLayout:
-    """A Slurm task list such as ``2(x3),1``, read without expanding the repeats."""
-
-    def __init__(self, name: str, value: str) -> None:
-        self.name, self.value = name, value
-        self.items: list[tuple[int, int]] = []  # (tasks, number of nodes)
-        for item in value.split(","):
-            match = _TASKS_ITEM.fullmatch(item.strip())
-            if match is None or int(match.group(1)) == 0 or int(match.group(2) or 1) == 0:
-                raise InvalidVariableError(
-                    f"{name}={shorten(value)!r} is not a task list such as '4', '2(x3)' or '3,1'",
-                    variables=(name,),
-                    hint="Slurm writes one count per node, repeats as N(xM)",
-                )
-            self.items.append((int(match.group(1)), int(match.group(2) or 1)))
-        self.num_nodes = sum(nodes for _, nodes in self.items)
-        self.num_tasks = sum(tasks * nodes for tasks, nodes in self.items)
-
-    def on_node(self, node: int) -> int:
-        """Tasks on node ``node`` (0-based, in node list order); requires ``node < num_nodes``."""
-        for tasks, nodes in self.items:
-            if node < nodes:
-                return tasks
-            node -= nodes
-        raise AssertionError("node index checked by the caller")
+_HINT = "Slurm sets this inside a job; run the script under sbatch, salloc or srun"
+_STEP_HINT = "Slurm sets this in every srun task; launch the ranks with srun"
 
 
 class SlurmDetector(Detector):
@@ -261,11 +197,11 @@ class SlurmDetector(Detector):
         """The batch step or the salloc shell: describe what srun should start. In a
         heterogeneous job (only ``*_HET_GROUP_N`` geometry) that is component 0."""
         num_nodes = reader.integer(
-            "num_nodes", *_het("SLURM_JOB_NUM_NODES", "SLURM_NNODES"), hint=_HINT, minimum=1
+            "num_nodes", *het("SLURM_JOB_NUM_NODES", "SLURM_NNODES"), hint=_HINT, minimum=1
         )
         layout = None
-        if reader.lookup(*_het("SLURM_TASKS_PER_NODE")):
-            layout = self._layout(reader, *_het("SLURM_TASKS_PER_NODE"))
+        if reader.lookup(*het("SLURM_TASKS_PER_NODE")):
+            layout = self._layout(reader, *het("SLURM_TASKS_PER_NODE"))
             ntasks = "SLURM_NTASKS" if "SLURM_NTASKS" in reader.env else None
             self._check_layout(reader, layout, num_nodes, ntasks)
         tasks_here = layout.on_node(0) if layout else 1
@@ -299,7 +235,7 @@ class SlurmDetector(Detector):
             "local_rank": 0,
             "node_rank": 0,
             "hostnames": self._hostnames(
-                reader, num_nodes, *_het("SLURM_JOB_NODELIST", "SLURM_NODELIST")
+                reader, num_nodes, *het("SLURM_JOB_NODELIST", "SLURM_NODELIST")
             ),
         }
         return fields, gpus
@@ -341,7 +277,7 @@ class SlurmDetector(Detector):
             raise HostlistError(f"{name}: {error}", variables=(name,)) from None
         if count != num_nodes:
             raise InconsistentEnvironmentError(
-                f"{name}={shorten(nodelist)!r} names {_at_most(count)} hosts but "
+                f"{name}={shorten(nodelist)!r} names {at_most(count)} hosts but "
                 f"{nodes_name}={shorten(reader.env[nodes_name])!r}",
                 variables=(name, nodes_name),
                 hint="Slurm sets these together for one step; do not set them by hand",
@@ -371,7 +307,7 @@ class SlurmDetector(Detector):
             reader.note("gpus_per_node", found[0])
             return parse_gpu_count(*found) * tasks_here
         found = reader.lookup("SLURM_TRES_PER_TASK")  # 23.11+: "cpu=2,gres/gpu=1"
-        per_task = _tres_gpus(*found) if found else None
+        per_task = tres_gpus(*found) if found else None
         if found and per_task is not None:
             reader.note("gpus_per_node", found[0])
             return per_task * tasks_here

@@ -1,0 +1,79 @@
+"""What rank 0 reports: one row per rank, the problems, and how to show them."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from clusterenv._spec import ResourceSpec
+from clusterenv.sources import detector_for
+
+__all__ = ["SHOWN_ROWS", "ProbeReport", "probe_port"]
+
+#: Rows of the rank-0 table before it summarises by node (``--all`` shows every row).
+SHOWN_ROWS = 16
+
+
+@dataclass
+class ProbeReport:
+    """What rank 0 saw: one row per rank that said hello (other ranks get none)."""
+
+    spec: ResourceSpec
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def table(self, *, every_row: bool = False) -> str:
+        """One row per rank (the first ``SHOWN_ROWS``, then a count per status and node
+        unless ``every_row``), host names in full; then the verdict."""
+        rows = sorted(self.rows, key=lambda row: (row["rank"], row["status"]))
+        width = max([4, *(len(row["host"]) for row in rows[:SHOWN_ROWS])])
+        lines = [f"{'rank':>5}  {'host':<{width}}  {'node':>5} {'local':>5}  status  GPUs"]
+        shown = rows if every_row else rows[:SHOWN_ROWS]
+        for row in shown:
+            gpus = ",".join(row["gpus"]) or "-"
+            lines.append(
+                f"{row['rank']:>5}  {row['host']:<{width}}  {row['node']:>5} {row['local']:>5}"
+                f"  {row['status']}  {gpus}"
+            )
+        if len(rows) > len(shown):
+            nodes: dict[str, set[int]] = defaultdict(set)
+            counts: Counter[str] = Counter()
+            for row in rows[len(shown) :]:
+                nodes[row["status"]].add(row["node"])
+                counts[row["status"]] += 1
+            said = "; ".join(
+                f"{counts[status]} {status} on {len(on)} node(s)" for status, on in nodes.items()
+            )
+            lines.append(f"   ... {len(rows) - len(shown)} more ranks: {said} (--all lists them)")
+        if self.note:
+            lines.append(self.note)
+        elif self.ok:  # a failure's problems follow in the ProbeError's message
+            spec = self.spec
+            lines.append(
+                f"OK: {spec.world_size} ranks on {spec.num_nodes} node(s) reached "
+                f"{spec.master_addr}:{probe_port(spec)}"
+            )
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "world_size": self.spec.world_size,
+            "address": f"{self.spec.master_addr}:{probe_port(self.spec)}",
+            "problems": self.problems,
+            "note": self.note,
+            "ranks": sorted(self.rows, key=lambda row: row["rank"]),
+        }
+
+
+def probe_port(spec: ResourceSpec) -> int:
+    """The main port, or where the launcher holds it (torchrun's agent store) the next one."""
+    if not detector_for(spec.source).holds_main_port:
+        return spec.master_port
+    return spec.master_port + 1 if spec.master_port < 65535 else spec.master_port - 1
