@@ -48,7 +48,7 @@ def ask(
             # is still starting.
             time.sleep(min(_CONNECT_RETRY_S * 2 ** min(attempt, 5), 1.0) * random.uniform(0.5, 1))
             continue
-        message = decode(line, (Verdict, Retry))
+        message = decode(line, (Verdict, Retry)) if line else None
         if isinstance(message, Retry):  # spread the ranks' second asks over time
             time.sleep(message.after * random.uniform(1.0, 1.5))
             continue
@@ -56,17 +56,22 @@ def ask(
             message.proof, verdict_proof(key, hello.nonce, message.ok, message.problems)
         ):
             return message
+        if taken:
+            problem = f"port {port} on {host} is in use by another program"
+        elif line is None:
+            problem = f"rank 0 at {where} closed the connection without an answer"
+        else:
+            problem = f"something at {where} answered the probe, but not as rank 0 of this launch"
         raise ProbeError(
-            f"port {port} on {host} is in use by another program"
-            if taken
-            else f"something at {where} answered the probe, but not as rank 0 of this launch",
+            problem,
             hint="export MASTER_PORT as a free port (another job or user on the node holds it)",
         )
     raise AssertionError("itertools.count() never ends")
 
 
-def _exchange(address: tuple[str, int], data: bytes, deadline: float) -> bytes:
-    """Send ``data``, read one line back; ``OSError`` if rank 0 is not (yet) reachable.
+def _exchange(address: tuple[str, int], data: bytes, deadline: float) -> bytes | None:
+    """Send ``data``, read one line back; ``None`` if the peer closed or reset the
+    connection without a line; ``OSError`` if rank 0 is not (yet) reachable.
 
     Rank 0 answers by the deadline, or a grace period after it for ranks told to retry."""
     left = deadline - time.monotonic()
@@ -77,11 +82,16 @@ def _exchange(address: tuple[str, int], data: bytes, deadline: float) -> bytes:
             # as the local port and connect to itself, holding the port rank 0 needs.
             raise ConnectionRefusedError(111, "Connection refused (self-connect)")
         conn.settimeout(max(0.1, deadline - time.monotonic()) + 5.0)
-        conn.sendall(data)
         reply = bytearray()
-        while b"\n" not in reply and len(reply) <= MAX_MESSAGE:
-            chunk = conn.recv(MAX_MESSAGE + 1 - len(reply))
-            if not chunk:  # closed: what came so far is the answer, judged as such
-                break
-            reply += chunk
+        try:
+            conn.sendall(data)
+            while b"\n" not in reply and len(reply) <= MAX_MESSAGE:
+                chunk = conn.recv(MAX_MESSAGE + 1 - len(reply))
+                if not chunk:  # closed: what came so far is the answer, judged as such
+                    break
+                reply += chunk
+        except (ConnectionResetError, BrokenPipeError):  # dropped: rank 0 never does that
+            return None
+    if not reply:
+        return None
     return bytes(reply.partition(b"\n")[0]) if b"\n" in reply else bytes(reply)
