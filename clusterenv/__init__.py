@@ -11,7 +11,7 @@ Importing clusterenv never imports torch or lightning.
 from clusterenv._detect import Detection, detect_environment, explain_environment
 from clusterenv._probe import ProbeReport, probe
 from clusterenv._rank_zero import is_rank_zero, rank_zero_only, rank_zero_print
-from clusterenv._spec import Accelerator, ResourceSpec, Role, Source
+from clusterenv._spec import Accelerator, GpuInventory, GpuVendor, ResourceSpec, Role, Source
 from clusterenv.exceptions import (
     ClusterEnvError,
     HostlistError,
@@ -30,6 +30,8 @@ __all__ = [
     "Accelerator",
     "ClusterEnvError",
     "Detection",
+    "GpuInventory",
+    "GpuVendor",
     "HostlistError",
     "InconsistentEnvironmentError",
     "InvalidVariableError",

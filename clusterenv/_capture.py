@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from clusterenv._gpu import GPU_VARIABLES
 from clusterenv._safe import redact_value
 from clusterenv.sources import read_by_a_source
 
@@ -11,7 +12,7 @@ __all__ = ["launcher_variables"]
 
 # Besides each source's own variables: the GPUs (read by clusterenv._gpu) and the override.
 _CORE_PREFIXES = ("CUDA_",)
-_CORE_NAMES = frozenset({"CLUSTERENV_SOURCE"})
+_CORE_NAMES = frozenset({"CLUSTERENV_SOURCE", *GPU_VARIABLES})
 
 
 def _captured(name: str) -> bool:
@@ -19,7 +20,7 @@ def _captured(name: str) -> bool:
 
 
 def launcher_variables(env: Mapping[str, str], *, redact: bool = True) -> dict[str, str]:
-    """The scheduler, launcher and CUDA variables of ``env``, sorted; secrets redacted by
+    """The scheduler, launcher and GPU variables of ``env``, sorted; secrets redacted by
     name and by value (:mod:`clusterenv._safe`)."""
     return {
         name: redact_value(name, value) if redact else value

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from clusterenv._gpu import probe_gpus
+from clusterenv._cpu import CpuProbe, cpus_per_rank, probe_cpus
+from clusterenv._gpu_probe import probe_gpus
 from clusterenv._reader import MAX_VALUE_LENGTH, EnvReader, FileReader, GpuProbe, read_text_file
 from clusterenv._safe import shorten
 from clusterenv._spec import ResourceSpec, Source
@@ -83,41 +84,51 @@ def detect_environment(
     env: Mapping[str, str] | None = None,
     *,
     gpu_probe: GpuProbe | None = None,
+    cpu_probe: CpuProbe | None = None,
     read_file: FileReader = read_text_file,
 ) -> ResourceSpec:
     """Describe the resources of this process and its place in the job.
 
-    ``env`` defaults to ``os.environ``. ``gpu_probe`` returns the CUDA device ids of this
-    machine and is only called where ``CUDA_VISIBLE_DEVICES`` is unset; by default NVML,
-    the NVIDIA driver's /proc entries or ``nvidia-smi -L`` are asked (never torch).
+    ``env`` defaults to ``os.environ``. ``gpu_probe`` returns this machine's GPUs (a
+    :class:`~clusterenv.GpuInventory`, or a list of NVIDIA device ids) and is only called
+    where the visible-devices variables do not decide; by default the drivers' /proc and
+    /sys entries, NVML or ``nvidia-smi -L`` are asked (never torch).
+    ``cpu_probe`` returns how many CPUs this process may run on (by default its affinity
+    mask), which caps ``cpus_per_rank``. Pass probes of the machine ``env`` comes from
+    (or ``lambda: None``) when ``env`` is not this process's.
     ``read_file(path)`` reads the files that variables name (PBS's and LSF's hostfiles).
 
     Raises a :class:`~clusterenv.ClusterEnvError` subclass, naming the variables, for any
     environment that does not describe a valid job; never any other exception.
     """
-    return _detect(env, gpu_probe, read_file)[0]
+    return _detect(env, gpu_probe, cpu_probe, read_file)[0]
 
 
 def explain_environment(
     env: Mapping[str, str] | None = None,
     *,
     gpu_probe: GpuProbe | None = None,
+    cpu_probe: CpuProbe | None = None,
     read_file: FileReader = read_text_file,
 ) -> Detection:
     """Like :func:`detect_environment`, with the reasons (what ``clusterenv inspect`` shows)."""
-    spec, reader, detector = _detect(env, gpu_probe, read_file)
+    spec, reader, detector = _detect(env, gpu_probe, cpu_probe, read_file)
     forced = reader.env.get(FORCE_VARIABLE, "").strip()
     reason = f"{FORCE_VARIABLE}={shorten(forced)!r}" if forced else detector.reason
     return Detection(spec, reason, {field: reader.describe(field) for field in reader.origins})
 
 
 def _detect(
-    env: Mapping[str, str] | None, gpu_probe: GpuProbe | None, read_file: FileReader
+    env: Mapping[str, str] | None,
+    gpu_probe: GpuProbe | None,
+    cpu_probe: CpuProbe | None,
+    read_file: FileReader,
 ) -> tuple[ResourceSpec, EnvReader, Detector]:
     reader = EnvReader(os.environ if env is None else env, read_file)
     _check_lengths(reader.env)
     detector = _choose(reader.env)
     fields = detector.read(reader, gpu_probe or probe_gpus)
+    fields["cpus_per_rank"] = cpus_per_rank(reader, fields, cpu_probe or probe_cpus)
     _check_main_address(reader, fields.get("master_addr", ""))
     try:
         return ResourceSpec.model_validate(fields), reader, detector

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from clusterenv._spec import ResourceSpec, Role
+from clusterenv._gpu import VENDOR_VARIABLES
+from clusterenv._safe import shorten
+from clusterenv._spec import GpuVendor, ResourceSpec, Role
 from clusterenv.sources import detector_for, present
 
 __all__ = ["diagnose", "launcher_for"]
@@ -35,10 +37,12 @@ def diagnose(spec: ResourceSpec, env: Mapping[str, str]) -> list[str]:
             f"nodes. Fix: run `{launcher_for(spec)} clusterenv inspect` to see what each task gets"
         )
     if spec.gpus_per_node and not spec.visible_devices and spec.role is not Role.SHELL:
-        shown = repr(env["CUDA_VISIBLE_DEVICES"]) if "CUDA_VISIBLE_DEVICES" in env else "unset"
+        names = VENDOR_VARIABLES[spec.gpu_vendor or GpuVendor.NVIDIA]
+        name = next((name for name in names if name in env), names[0])
+        shown = repr(shorten(env[name])) if name in env else "unset"
         warnings.append(
-            f"{spec.gpus_per_node} GPUs per node are allocated but CUDA_VISIBLE_DEVICES is "
-            f"{shown} and none is visible. Fix: do not set CUDA_VISIBLE_DEVICES in the job script"
+            f"{spec.gpus_per_node} GPUs per node are allocated but {name} is {shown} and none "
+            f"is visible. Fix: do not set {name} in the job script"
         )
     around = present(env)
     hooks = [detector, *(other for other in around if other is not detector)]

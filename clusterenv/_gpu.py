@@ -1,17 +1,44 @@
-"""Which CUDA devices this process may use, without importing torch."""
+"""Which GPUs this process may use, by each vendor's runtime rules, without importing torch.
+
+Which vendor's rules apply: the vendor whose variables are set, where only one vendor's
+are (``ROCR_VISIBLE_DEVICES`` on an AMD node); otherwise this machine's GPUs decide (the
+probe), because Slurm sets every vendor's variable unless gres.conf names the vendor
+(``Flags=amd_gpu_env``, gres.conf(5)). With neither, ``CUDA_VISIBLE_DEVICES`` means NVIDIA.
+"""
 
 from __future__ import annotations
 
-import os
 import re
+from collections.abc import Mapping
 
 from clusterenv._reader import EnvReader, GpuProbe
-from clusterenv._spec import Accelerator, Fields
+from clusterenv._safe import shorten
+from clusterenv._spec import Accelerator, Fields, GpuInventory, GpuVendor
+from clusterenv.exceptions import InconsistentEnvironmentError
 
-__all__ = ["gpu_fields", "parse_cuda_visible_devices", "probe_gpus", "visible_gpus"]
+__all__ = [
+    "GPU_VARIABLES",
+    "VENDOR_VARIABLES",
+    "gpu_fields",
+    "parse_cuda_visible_devices",
+    "parse_ze_affinity_mask",
+    "visible_gpus",
+]
+
+#: The variables that choose the visible GPUs, per vendor, in the runtime's precedence.
+VENDOR_VARIABLES: dict[GpuVendor, tuple[str, ...]] = {
+    GpuVendor.NVIDIA: ("CUDA_VISIBLE_DEVICES",),
+    GpuVendor.AMD: ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"),
+    GpuVendor.INTEL: ("ZE_AFFINITY_MASK", "ONEAPI_DEVICE_SELECTOR"),
+}
+#: Every variable read here (``clusterenv capture`` records them).
+GPU_VARIABLES = (
+    *(n for names in VENDOR_VARIABLES.values() for n in names),
+    "ZE_FLAT_DEVICE_HIERARCHY",
+)
 
 _LEADING_INDEX = re.compile(r"\+?([0-9]{1,9})")  # strtoul's digits; -N ends the list
-_PROC_GPUS = "/proc/driver/nvidia/gpus"
+_ZE_ENTRY = re.compile(r"[0-9]{1,9}(?:\.[0-9]{1,9}){0,2}")
 
 
 def parse_cuda_visible_devices(value: str) -> tuple[str, ...]:
@@ -44,60 +71,113 @@ def parse_cuda_visible_devices(value: str) -> tuple[str, ...]:
     return tuple(devices)
 
 
-def probe_gpus() -> tuple[str, ...]:
-    """Indices of the NVIDIA GPUs on this machine: NVML, else the driver's /proc, else nvidia-smi.
-
-    Never raises: a missing or broken driver means no GPU.
+def parse_ze_affinity_mask(value: str, *, composite: bool = False) -> tuple[str, ...]:
+    """Devices that Level Zero's ``ZE_AFFINITY_MASK`` exposes: ``0,1`` are devices, ``0.1``
+    tile 1 of device 0. In the default flat hierarchy every entry is a device (a rank per
+    tile on Aurora: ``0.0``); with ``ZE_FLAT_DEVICE_HIERARCHY=COMPOSITE`` several tiles of
+    one device are that device. Entries that are not indices are ignored, as by the driver.
     """
-    try:
-        import pynvml  # noqa: PLC0415 - the optional `nvml` extra, only imported when probing
-    except ImportError:
-        pass
+    entries = list(
+        dict.fromkeys(e.strip() for e in value.split(",") if _ZE_ENTRY.fullmatch(e.strip()))
+    )
+    if not composite:
+        return tuple(entries)
+    roots: dict[str, list[str]] = {}
+    for entry in entries:
+        roots.setdefault(entry.partition(".")[0], []).append(entry)
+    return tuple(tiles[0] if len(tiles) == 1 else root for root, tiles in roots.items())
+
+
+def _rocm_devices(reader: EnvReader, found: GpuInventory) -> tuple[str, ...]:
+    """ROCm's rules, as PyTorch's ROCm build counts them: ``ROCR_VISIBLE_DEVICES`` first,
+    then ``HIP_VISIBLE_DEVICES`` (or ``CUDA_VISIBLE_DEVICES``) picks among those."""
+    env = reader.env
+    rocr, hip = env.get("ROCR_VISIBLE_DEVICES"), env.get("HIP_VISIBLE_DEVICES")
+    if rocr is not None:
+        runtime = tuple(entry.strip() for entry in rocr.split(",") if entry.strip())
+        if hip is None:
+            reader.note("visible_devices", "ROCR_VISIBLE_DEVICES")
+            return runtime
+        chosen = parse_cuda_visible_devices(hip)
+        if len(chosen) > len(runtime):
+            raise InconsistentEnvironmentError(
+                f"HIP_VISIBLE_DEVICES={shorten(hip)!r} names {len(chosen)} GPUs but "
+                f"ROCR_VISIBLE_DEVICES={shorten(rocr)!r} leaves {len(runtime)}",
+                variables=("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"),
+                hint="HIP_VISIBLE_DEVICES indexes the GPUs ROCR_VISIBLE_DEVICES leaves; "
+                "set only ROCR_VISIBLE_DEVICES",
+            )
+        reader.note("visible_devices", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
+        return chosen
+    for name in ("HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"):
+        if name in env:
+            reader.note("visible_devices", name)
+            return parse_cuda_visible_devices(env[name])
+    return found.devices
+
+
+def _level_zero_devices(reader: EnvReader, found: GpuInventory) -> tuple[str, ...]:
+    """Level Zero's rules: ``ZE_AFFINITY_MASK``, else a plain ``level_zero:0,1`` selector."""
+    env = reader.env
+    composite = env.get("ZE_FLAT_DEVICE_HIERARCHY", "").strip().upper() in ("COMPOSITE", "COMBINED")
+    if "ZE_AFFINITY_MASK" in env:
+        reader.note("visible_devices", "ZE_AFFINITY_MASK", "ZE_FLAT_DEVICE_HIERARCHY")
+        return parse_ze_affinity_mask(env["ZE_AFFINITY_MASK"], composite=composite)
+    backend, _, selected = env.get("ONEAPI_DEVICE_SELECTOR", "").strip().partition(":")
+    if backend == "level_zero" and all(_ZE_ENTRY.fullmatch(e.strip()) for e in selected.split(",")):
+        reader.note("visible_devices", "ONEAPI_DEVICE_SELECTOR")
+        return parse_ze_affinity_mask(selected, composite=composite)
+    if composite:  # one device per card, not per tile
+        return tuple(dict.fromkeys(device.partition(".")[0] for device in found.devices))
+    return found.devices
+
+
+def _inventory(gpu_probe: GpuProbe) -> GpuInventory:
+    found = gpu_probe()
+    if isinstance(found, GpuInventory):
+        return found
+    devices = tuple(found)  # a plain list of ids: NVIDIA's, as before vendors were known
+    return GpuInventory(vendor=GpuVendor.NVIDIA if devices else None, devices=devices)
+
+
+def _vendor(env: Mapping[str, str], gpu_probe: GpuProbe) -> tuple[GpuVendor | None, GpuInventory]:
+    named = [v for v, names in VENDOR_VARIABLES.items() if any(n in env for n in names)]
+    if len(named) == 1:
+        return named[0], GpuInventory()
+    found = _inventory(gpu_probe)  # none or several vendors' variables: the machine decides
+    if found.devices and found.vendor is not None:
+        return found.vendor, found
+    return (named[0] if named else None), found
+
+
+def visible_gpus(
+    reader: EnvReader, gpu_probe: GpuProbe
+) -> tuple[GpuVendor | None, tuple[str, ...]]:
+    """The vendor and the ids of the GPUs this process may use: its vendor's variables
+    where set (even empty: none), else whatever ``gpu_probe`` finds."""
+    vendor, found = _vendor(reader.env, gpu_probe)
+    if vendor is GpuVendor.AMD:
+        devices = _rocm_devices(reader, found)
+    elif vendor is GpuVendor.INTEL:
+        devices = _level_zero_devices(reader, found)
+    elif "CUDA_VISIBLE_DEVICES" in reader.env:
+        reader.note("visible_devices", "CUDA_VISIBLE_DEVICES")
+        devices = parse_cuda_visible_devices(reader.env["CUDA_VISIBLE_DEVICES"])
     else:
-        try:
-            pynvml.nvmlInit()
-            try:
-                return tuple(str(i) for i in range(pynvml.nvmlDeviceGetCount()))
-            finally:
-                pynvml.nvmlShutdown()
-        except pynvml.NVMLError:
-            pass
-    try:
-        return tuple(str(i) for i in range(len(os.listdir(_PROC_GPUS))))
-    except OSError:
-        pass
-    import shutil  # noqa: PLC0415 - only here: these imports would cost every caller ~5 ms
-    import subprocess  # noqa: PLC0415
-
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return ()
-    try:
-        listing = subprocess.run(
-            [smi, "-L"], capture_output=True, text=True, timeout=10, check=True
-        )
-    except (OSError, subprocess.SubprocessError):
-        return ()
-    count = sum(line.startswith("GPU ") for line in listing.stdout.splitlines())
-    return tuple(str(i) for i in range(count))
-
-
-def visible_gpus(reader: EnvReader, gpu_probe: GpuProbe) -> tuple[str, ...]:
-    """``CUDA_VISIBLE_DEVICES`` when set (even empty), else whatever ``gpu_probe`` finds."""
-    value = reader.env.get("CUDA_VISIBLE_DEVICES")
-    if value is None:
-        return tuple(gpu_probe())
-    reader.note("visible_devices", "CUDA_VISIBLE_DEVICES")
-    return parse_cuda_visible_devices(value)
+        devices = found.devices
+    if vendor is not None:
+        reader.note("gpu_vendor", *VENDOR_VARIABLES[vendor])
+    return vendor, devices
 
 
 def gpu_fields(reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
-    """``accelerator``, ``gpus_per_node`` and ``visible_devices`` for a source whose GPUs
-    per node are the ones this process sees."""
-    devices = visible_gpus(reader, gpu_probe)
+    """``accelerator``, ``gpus_per_node``, ``visible_devices`` and ``gpu_vendor`` for a
+    source whose GPUs per node are the ones this process sees."""
+    vendor, devices = visible_gpus(reader, gpu_probe)
     reader.derive("gpus_per_node", "visible_devices")
     return {
         "accelerator": Accelerator.GPU if devices else Accelerator.CPU,
         "gpus_per_node": len(devices),
         "visible_devices": devices,
+        "gpu_vendor": vendor if devices else None,
     }

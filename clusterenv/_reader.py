@@ -9,6 +9,7 @@ import stat
 from collections.abc import Callable, Mapping, Sequence
 
 from clusterenv._safe import redact_value, shorten
+from clusterenv._spec import GpuInventory
 from clusterenv.exceptions import InvalidVariableError, MissingVariableError
 
 __all__ = [
@@ -25,8 +26,9 @@ __all__ = [
     "read_text_file",
 ]
 
-#: Returns the CUDA device ids this machine shows when ``CUDA_VISIBLE_DEVICES`` is unset.
-GpuProbe = Callable[[], Sequence[str]]
+#: Returns this machine's GPUs: a :class:`~clusterenv.GpuInventory`, or a plain sequence of
+#: ids, which means NVIDIA's. Asked where no visible-devices variable decides.
+GpuProbe = Callable[[], "GpuInventory | Sequence[str]"]
 #: Returns the text of a file named by a variable (a hostfile); raises ``OSError``.
 FileReader = Callable[[str], str]
 

@@ -7,7 +7,7 @@ from typing import Annotated, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
-__all__ = ["Accelerator", "Fields", "ResourceSpec", "Role", "Source"]
+__all__ = ["Accelerator", "Fields", "GpuInventory", "GpuVendor", "ResourceSpec", "Role", "Source"]
 
 
 class Source(str, Enum):
@@ -51,6 +51,28 @@ class Accelerator(str, Enum):
     CPU = "cpu"
 
 
+class GpuVendor(str, Enum):
+    """Whose GPUs these are: which runtime, variables and probe apply.
+
+    ``nvidia`` and ``amd`` are both ``torch.cuda`` (PyTorch's ROCm build answers it) and
+    Lightning's ``gpu``/``cuda`` accelerator; ``intel`` is ``torch.xpu``.
+    """
+
+    NVIDIA = "nvidia"
+    AMD = "amd"
+    INTEL = "intel"
+
+
+class GpuInventory(BaseModel):
+    """What a GPU probe found on this machine: the vendor and the device ids its runtime
+    shows when no visible-devices variable is set (``"0"``, ``"1"``; Intel tiles ``"0.1"``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    vendor: GpuVendor | None = None
+    devices: tuple[str, ...] = ()
+
+
 class Fields(TypedDict, total=False):
     """What a source reads: the fields of :class:`~clusterenv.ResourceSpec`, typed."""
 
@@ -69,6 +91,8 @@ class Fields(TypedDict, total=False):
     accelerator: Accelerator
     gpus_per_node: int
     visible_devices: tuple[str, ...]
+    gpu_vendor: GpuVendor | None
+    cpus_per_rank: int | None
 
 
 _Count = Annotated[int, Field(ge=1)]
@@ -79,7 +103,10 @@ class ResourceSpec(BaseModel):
     """The resources of this process and its place in the job. Immutable.
 
     ``devices_per_node`` is the number of ranks on this process's node (the value for
-    Lightning's ``devices``); ``gpus_per_node`` the GPUs allocated per node, 0 for none.
+    Lightning's ``devices``); ``gpus_per_node`` the GPUs allocated per node, 0 for none,
+    and ``gpu_vendor`` whose they are (``None`` without GPUs, or where this process cannot
+    see them: the salloc shell). ``cpus_per_rank`` is what each rank may use (the
+    scheduler's grant, capped by this process's CPU affinity); ``None`` when unknown.
     ``hostnames`` is empty where the launcher does not name the nodes (torchrun, local).
     """
 
@@ -100,6 +127,8 @@ class ResourceSpec(BaseModel):
     accelerator: Accelerator
     gpus_per_node: _Index = 0
     visible_devices: tuple[str, ...] = ()
+    gpu_vendor: GpuVendor | None = None
+    cpus_per_rank: _Count | None = None
 
     @property
     def is_main_process(self) -> bool:
@@ -130,4 +159,6 @@ class ResourceSpec(BaseModel):
             )
         if (self.accelerator is Accelerator.GPU) != (self.gpus_per_node > 0):
             raise ValueError(f"{show('accelerator')} contradicts {show('gpus_per_node')}")
+        if self.gpu_vendor is not None and not self.gpus_per_node:
+            raise ValueError(f"{show('gpu_vendor')} but {show('gpus_per_node')}")
         return self

@@ -6,7 +6,7 @@
 
 ``cluster_env(mapping)`` first removes every launcher variable of the real environment
 (a test run inside a Slurm job or under torchrun must not leak into the test), then sets
-``mapping``; ``fake_gpus(n)`` makes this machine look as if it had ``n`` GPUs, for
+``mapping``; ``fake_gpus(n, vendor)`` makes this machine look as if it had ``n`` GPUs, for
 clusterenv's probe and for ``torch.cuda``. Both are undone after the test.
 """
 
@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 import pytest
 
 from clusterenv._capture import launcher_variables
+from clusterenv._spec import GpuInventory, GpuVendor
 
 __all__ = ["cluster_env", "fake_gpus"]
 
@@ -39,17 +40,20 @@ def cluster_env(monkeypatch: pytest.MonkeyPatch) -> Callable[[Mapping[str, str]]
 
 
 @pytest.fixture
-def fake_gpus(monkeypatch: pytest.MonkeyPatch) -> Callable[[int], tuple[str, ...]]:
-    """Pretend this machine has ``n`` CUDA GPUs (0 for none); returns their ids.
+def fake_gpus(monkeypatch: pytest.MonkeyPatch) -> Callable[..., tuple[str, ...]]:
+    """Pretend this machine has ``n`` GPUs (0 for none) of ``vendor`` (``"nvidia"``,
+    ``"amd"`` or ``"intel"``); returns their ids.
 
-    Patches clusterenv's GPU probe (used where ``CUDA_VISIBLE_DEVICES`` is unset) and, when
-    torch is installed, ``torch.cuda.device_count`` / ``is_available``.
+    Patches clusterenv's GPU probe (used where no visible-devices variable decides) and,
+    when torch is installed, ``torch.cuda.device_count`` / ``is_available`` (what PyTorch's
+    CUDA and ROCm builds answer; Intel's ``torch.xpu`` is left alone).
     """
 
-    def apply(n: int) -> tuple[str, ...]:
+    def apply(n: int, vendor: str = "nvidia") -> tuple[str, ...]:
         ids = tuple(str(index) for index in range(n))
-        monkeypatch.setattr("clusterenv._detect.probe_gpus", lambda: ids)
-        if importlib.util.find_spec("torch") is not None:
+        found = GpuInventory(vendor=GpuVendor(vendor) if n else None, devices=ids)
+        monkeypatch.setattr("clusterenv._detect.probe_gpus", lambda: found)
+        if importlib.util.find_spec("torch") is not None and vendor != "intel":
             cuda = importlib.import_module("torch.cuda")
             monkeypatch.setattr(cuda, "device_count", lambda: n)
             monkeypatch.setattr(cuda, "is_available", lambda: n > 0)

@@ -34,9 +34,12 @@ def test_replay(path: Path) -> None:
     capture: dict[str, Any] = json.loads(path.read_text())
     records = []
     for task in capture["tasks"]:
-        spec = detect_environment(task["env"], gpu_probe=lambda: ()).model_dump(mode="json")
+        cpus: int | None = task.get("cpus")  # what the task's CPU probe saw
+        spec = detect_environment(
+            task["env"], gpu_probe=lambda: (), cpu_probe=[cpus].pop
+        ).model_dump(mode="json")
         assert spec == task["spec"], f"{capture['command']}: detection changed"
-        records.append({"env": task["env"], "spec": spec})
+        records.append({"env": task["env"], "spec": spec, "cpus": cpus})
     if capture["launcher"] == "slurm":
         check_slurm(records, capture["hostnames"].__getitem__)
     elif capture["launcher"].startswith("torchrun"):

@@ -30,6 +30,8 @@ def test_public_api() -> None:
             "Accelerator",
             "ClusterEnvError",
             "Detection",
+            "GpuInventory",
+            "GpuVendor",
             "HostlistError",
             "InconsistentEnvironmentError",
             "InvalidVariableError",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterenv import _gpu, detect_environment
+from clusterenv import GpuInventory, GpuVendor, _gpu_probe, detect_environment
 from clusterenv._gpu import parse_cuda_visible_devices
 
 
@@ -38,13 +38,13 @@ def test_probe_reads_the_driver_then_nvidia_smi(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "pynvml", None)  # the nvml extra is not installed
-    gpus = tmp_path / "gpus"
     for address in ("0000:07:00.0", "0000:0b:00.0"):
-        (gpus / address).mkdir(parents=True)
-    monkeypatch.setattr(_gpu, "_PROC_GPUS", str(gpus))
-    assert _gpu.probe_gpus() == ("0", "1")
+        (tmp_path / "proc/driver/nvidia/gpus" / address).mkdir(parents=True)
+    assert _gpu_probe.probe_sysfs(str(tmp_path)) == GpuInventory(
+        vendor=GpuVendor.NVIDIA, devices=("0", "1")
+    )
 
-    monkeypatch.setattr(_gpu, "_PROC_GPUS", str(tmp_path / "no-driver"))
+    monkeypatch.setattr(_gpu_probe, "probe_sysfs", lambda root: GpuInventory())
     smi = tmp_path / "bin" / "nvidia-smi"
     smi.parent.mkdir()
     smi.write_text(
@@ -54,7 +54,8 @@ def test_probe_reads_the_driver_then_nvidia_smi(
     )
     smi.chmod(0o755)
     monkeypatch.setenv("PATH", str(smi.parent))
-    assert _gpu.probe_gpus() == ("0", "1")
+    probe = _gpu_probe.probe_gpus.__wrapped__  # uncached: the real one asks once per process
+    assert probe() == GpuInventory(vendor=GpuVendor.NVIDIA, devices=("0", "1"))
 
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    assert _gpu.probe_gpus() == ()
+    assert probe() == GpuInventory()

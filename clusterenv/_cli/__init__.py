@@ -42,7 +42,10 @@ FIELDS = f"""fields:
   global/local/node rank of this process
   main address      host:port where rank 0 listens (MASTER_ADDR / MASTER_PORT)
   hosts             the node list, compressed, and how many
-  GPUs/node         GPUs allocated per node; visible: CUDA ids this process may use
+  GPU vendor        nvidia, amd or intel: whose visible-devices variable applies
+  GPUs/node         GPUs allocated per node; visible: the ids this process may use
+  CPUs/rank         CPUs each rank may use: the grant (--cpus-per-task) capped by
+                    this process's CPU affinity (a DataLoader's num_workers + 1)
 
 exit status: 0 ok (also with warnings), 1 warnings with --strict, 2 error"""
 

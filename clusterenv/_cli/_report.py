@@ -69,8 +69,14 @@ def report(
         ("job id", spec.job_id or "-", origins.get("job_id", "")),
         ("hosts", hosts, origins.get("hostnames", "")),
         ("accelerator", spec.accelerator.value, ""),
+        (
+            "GPU vendor",
+            spec.gpu_vendor.value if spec.gpu_vendor else "-",
+            origins.get("gpu_vendor", ""),
+        ),
         ("GPUs/node", spec.gpus_per_node, origins.get("gpus_per_node", "")),
         ("visible GPUs", ",".join(spec.visible_devices) or "-", origins.get("visible_devices", "")),
+        ("CPUs/rank", spec.cpus_per_rank or "-", origins.get("cpus_per_rank", "")),
     ]
     lines = [f"{bold}clusterenv {__version__}: {spec.source.value}{reset}"]
     rows.insert(0, ("why", detection.reason, ""))

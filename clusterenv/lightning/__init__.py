@@ -11,7 +11,8 @@ A training script (neural-lam's ``train_model.py`` is the model) does::
     cl.rank_zero_print("starting")  # once per job
 
 ``trainer_kwargs`` returns ``num_nodes``, ``devices``, ``accelerator``, ``strategy``,
-``use_distributed_sampler`` and ``plugins=[environment]``. The environment is a Lightning
+``use_distributed_sampler`` and ``plugins=[environment]``; ``num_workers()`` suggests a
+DataLoader's workers from the CPUs each rank may use. The environment is a Lightning
 ``ClusterEnvironment`` answering ranks, world size and main address from clusterenv's
 spec, so Lightning's own detection (regex main host, job names ``bash``/``interactive``,
 ``--ntasks`` refused) never runs. For Slurm it is a subclass of Lightning's
@@ -26,16 +27,24 @@ an environment import the one chosen.
 
 from clusterenv._rank_zero import is_rank_zero, rank_zero_only, rank_zero_print
 from clusterenv.lightning._environment import Package, cluster_environment, resolve_package
-from clusterenv.lightning._kwargs import add_trainer_args, fabric_kwargs, trainer_kwargs
+from clusterenv.lightning._kwargs import (
+    accelerator,
+    add_trainer_args,
+    fabric_kwargs,
+    num_workers,
+    trainer_kwargs,
+)
 from clusterenv.lightning._run import follow_allocation, run_script
 
 __all__ = [
     "Package",
+    "accelerator",
     "add_trainer_args",
     "cluster_environment",
     "fabric_kwargs",
     "follow_allocation",
     "is_rank_zero",
+    "num_workers",
     "rank_zero_only",
     "rank_zero_print",
     "resolve_package",

@@ -50,14 +50,14 @@ def check_launch(
 
 
 def check_gpu_visible(spec: ResourceSpec, devices: int | list[int]) -> None:
-    """Lightning puts a rank on ``cuda:<devices[local_rank]>``; that GPU must be visible."""
+    """Lightning puts a rank on ``cuda:<devices[local_rank]>`` (``xpu:`` on Intel); that
+    GPU must be visible."""
     if spec.accelerator is not Accelerator.GPU or not spec.visible_devices:
         return
     index = spec.local_rank if isinstance(devices, int) else devices[spec.local_rank]
     if index >= len(spec.visible_devices):
         raise LaunchMismatchError(
             f"local rank {spec.local_rank} would run on cuda:{index}, but this task sees "
-            f"{len(spec.visible_devices)} GPU(s) (CUDA_VISIBLE_DEVICES="
-            f"{','.join(spec.visible_devices)})",
+            f"{len(spec.visible_devices)} GPU(s) ({', '.join(spec.visible_devices)})",
             hint=detector_for(spec.source).hints.gpus,
         )

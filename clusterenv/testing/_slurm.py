@@ -75,7 +75,8 @@ def slurm_env(
     gpu_type: str | None = None,
     gpus_per_task: int | None = None,
     distribution: Literal["block", "cyclic"] | None = None,
-    cpus_per_task: int = 1,
+    cpus_per_task: int | None = None,
+    gpu_vendor: Literal["nvidia", "amd", "intel"] | None = None,
     job_id: int | str = 4242,
     job_name: str | None = None,
 ) -> Launch:
@@ -90,6 +91,9 @@ def slurm_env(
     CPUs, so it is not guessed here).
     ``gpus_per_node`` is ``--gpus-per-node`` (``gpu_type``: ``--gpus-per-node=TYPE:N``) or
     ``--gres=gpu:N``; ``gpus_per_task`` is ``--gpus-per-task`` (each task sees its own).
+    ``gpu_vendor`` is the vendor gres.conf declares (``Flags=amd_gpu_env``: only its
+    variable is set); ``None`` is Slurm's default, every vendor's variable.
+    ``cpus_per_task`` is ``--cpus-per-task`` (``None``: not given, one CPU per task).
     ``nodelist`` defaults to ``cn[001-N]``. Contradictory parameters raise
     :class:`~clusterenv.ClusterEnvError`.
     """
@@ -115,7 +119,7 @@ def slurm_env(
         "gpu_type needs gpus_per_node",
         "pass gpus_per_node=N as well",
     )
-    job, cpus = str(job_id), [count * cpus_per_task for count in counts]
+    job, cpus = str(job_id), [count * (cpus_per_task or 1) for count in counts]
     env = {
         **_SITE,
         "SLURM_JOB_ID": job,
@@ -134,6 +138,8 @@ def slurm_env(
         env["ENVIRONMENT"] = "BATCH"
     if isinstance(tasks_per_node, int):
         env["SLURM_NTASKS_PER_NODE"] = str(tasks_per_node)
+    if cpus_per_task:
+        env["SLURM_CPUS_PER_TASK"] = str(cpus_per_task)
     if step == "srun" or tasks_per_node is not None:  # given as an option, or srun's own
         env["SLURM_NTASKS"] = env["SLURM_NPROCS"] = str(sum(counts))
     if step == "salloc":
@@ -157,7 +163,8 @@ def slurm_env(
             typed = f"{gpu_type}:{gpus_per_node}" if gpu_type else str(gpus_per_node)
             env["SLURM_GPUS_PER_NODE"] = typed
             env["SLURM_GPUS_ON_NODE"] = str(gpus_per_node)
-            env["SLURM_JOB_GPUS"] = env["CUDA_VISIBLE_DEVICES"] = ids(range(gpus_per_node))
+            env["SLURM_JOB_GPUS"] = ids(range(gpus_per_node))
+            env |= _visible(env["SLURM_JOB_GPUS"], gpu_vendor)
         return Launch(env)
     env |= {
         **_SRUN,
@@ -172,7 +179,7 @@ def slurm_env(
         env["SLURM_DISTRIBUTION"] = distribution or "block"
     if within:
         env["SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0"] = env["SLURM_JOB_CPUS_PER_NODE"]
-    return Launch(env | _step_gpus(gpus_per_node, gpus_per_task, local, counts[node]))
+    return Launch(env | _step_gpus(gpus_per_node, gpus_per_task, local, counts[node], gpu_vendor))
 
 
 def _check(
@@ -204,8 +211,22 @@ def _require(ok: bool, message: str, hint: str) -> None:
     check("slurm_env", ok, message, hint)
 
 
+# The variable each gres.conf vendor flag sets (gres.conf(5): nvidia_gpu_env, amd_gpu_env,
+# intel_gpu_env); without flags Slurm sets them all.
+_VENDOR_VARIABLES = {
+    "nvidia": ("CUDA_VISIBLE_DEVICES",),
+    "amd": ("ROCR_VISIBLE_DEVICES",),
+    "intel": ("ZE_AFFINITY_MASK",),
+}
+
+
+def _visible(devices: str, vendor: str | None) -> dict[str, str]:
+    names = _VENDOR_VARIABLES[vendor] if vendor else sum(_VENDOR_VARIABLES.values(), ())
+    return dict.fromkeys(names, devices)
+
+
 def _step_gpus(
-    per_node: int | None, per_task: int | None, local: int, tasks_here: int
+    per_node: int | None, per_task: int | None, local: int, tasks_here: int, vendor: str | None
 ) -> dict[str, str]:
     """What srun binds: every GPU of the node, or (--gpus-per-task) this task's own."""
     if per_node:
@@ -213,7 +234,7 @@ def _step_gpus(
         return {
             "SLURM_GPUS_ON_NODE": str(per_node),
             "SLURM_STEP_GPUS": every,
-            "CUDA_VISIBLE_DEVICES": every,
+            **_visible(every, vendor),
         }
     if per_task:
         own = ids(range(local * per_task, (local + 1) * per_task))
@@ -221,7 +242,7 @@ def _step_gpus(
             "SLURMD_TRES_BIND": f"gpu:per_task:{per_task}",
             "SLURM_GPUS_ON_NODE": str(per_task * tasks_here),
             "SLURM_STEP_GPUS": own,
-            "CUDA_VISIBLE_DEVICES": own,
+            **_visible(own, vendor),
         }
     return {}
 

@@ -155,12 +155,11 @@ def check_slurm(records: list[Record], hostnames_of: Callable[[str], list[str]])
         nodes = Counter(env["SLURMD_NODENAME"] for env in envs)
         assert spec["num_nodes"] == len(nodes)
         assert spec["hostnames"] == hostnames_of(envs[0]["SLURM_STEP_NODELIST"])
-        for s, env in zip(specs, envs, strict=True):
-            here = env["SLURMD_NODENAME"]
+        for record in group:
+            s, env, here = record["spec"], record["env"], record["env"]["SLURMD_NODENAME"]
             assert s["hostnames"][s["node_rank"]] == here, "node rank does not point at this node"
             assert s["devices_per_node"] == nodes[here]
-            visible = env.get("CUDA_VISIBLE_DEVICES")
-            assert s["visible_devices"] == (visible.split(",") if visible else [])
+            _check_resources(s, env, record.get("cpus"))
         for here in nodes:
             on_node = [
                 s for s, env in zip(specs, envs, strict=True) if env["SLURMD_NODENAME"] == here
@@ -168,6 +167,32 @@ def check_slurm(records: list[Record], hostnames_of: Callable[[str], list[str]])
             assert sorted(s["local_rank"] for s in on_node) == list(range(nodes[here]))
         rank0 = next(env for s, env in zip(specs, envs, strict=True) if s["global_rank"] == 0)
         assert spec["master_addr"] == rank0["SLURMD_NODENAME"], "rank 0 is not on the main address"
+
+
+# gres.conf of slurm-common.sh: cn003 declares Intel GPUs, gpu-a1 AMD ones (Flags=*_gpu_env);
+# elsewhere Slurm sets every vendor's variable and this GPU-less machine's probe finds none.
+NODE_GPU_VENDOR = {"cn003": "intel", "gpu-a1": "amd"}
+_VENDOR_VARIABLE = {
+    "nvidia": "CUDA_VISIBLE_DEVICES",
+    "amd": "ROCR_VISIBLE_DEVICES",
+    "intel": "ZE_AFFINITY_MASK",
+}
+
+
+def _check_resources(spec: Record, env: Record, cpus: int | None) -> None:
+    """One task's GPUs (vendor by node, devices from its vendor's variable) and CPUs
+    (``--cpus-per-task`` capped by the affinity the task had, else shared by its node)."""
+    vendor = (
+        NODE_GPU_VENDOR.get(env["SLURMD_NODENAME"], "nvidia") if spec["gpus_per_node"] else None
+    )
+    assert spec["gpu_vendor"] == vendor
+    visible = env.get(_VENDOR_VARIABLE[vendor or "nvidia"])
+    assert spec["visible_devices"] == (visible.split(",") if visible else [])
+    if cpus is None:  # a capture recorded before CPUs were
+        return
+    granted = env.get("SLURM_CPUS_PER_TASK")
+    expected = min(int(granted), cpus) if granted else max(1, cpus // spec["devices_per_node"])
+    assert spec["cpus_per_rank"] == expected
 
 
 def _check_allocation(
@@ -218,7 +243,11 @@ def record_capture(
     if os.environ.get("RECORD_CAPTURES") != "1":
         return
     tasks = [
-        {"env": scrub(record["env"]), "spec": json.loads(scrub_text(json.dumps(record["spec"])))}
+        {
+            "env": scrub(record["env"]),
+            "cpus": record["cpus"],
+            "spec": json.loads(scrub_text(json.dumps(record["spec"]))),
+        }
         for record in records
     ]
     tasks.sort(key=lambda task: json.dumps(task, sort_keys=True))

@@ -1,6 +1,7 @@
 """Run inside every task of a real launch: write one JSON record with the task's launcher
-variables and what ``detect_environment()`` made of them, into the folder given as the
-first argument (or to stdout)."""
+variables, its CPU affinity (what the CPU probe saw, so a replay can give it back) and what
+``detect_environment()`` made of them, into the folder given as the first argument (or to
+stdout)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 
 import clusterenv
 from clusterenv._capture import launcher_variables
+from clusterenv._cpu import probe_cpus
 
 
 def main() -> None:
@@ -24,7 +26,7 @@ def main() -> None:
         result = {"spec": clusterenv.detect_environment().model_dump(mode="json")}
     except clusterenv.ClusterEnvError as error:
         result = {"error": type(error).__name__, "message": str(error)}
-    record = json.dumps({"env": env, **result}, sort_keys=True)
+    record = json.dumps({"env": env, "cpus": probe_cpus(), **result}, sort_keys=True)
     if len(sys.argv) > 1:  # one file per task: the launcher's merged stdout may interleave
         with tempfile.NamedTemporaryFile("w", dir=sys.argv[1], suffix=".json", delete=False) as f:
             f.write(record)

@@ -76,9 +76,15 @@ CONF
     echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
 }
 
+# Without Flags Slurm sets every vendor's variable (CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES,
+# ZE_AFFINITY_MASK, GPU_DEVICE_ORDINAL); the flags of a site that declares its vendor make
+# cn003 an Intel node and gpu-a1 an AMD node, as gres.conf(5) documents for AutoDetect.
 gres_conf() {  # STATE
+    local file="File=$1/dev/nvidia[0-1]"
     echo "AutoDetect=off"
-    echo "Name=gpu Type=a100 File=$1/dev/nvidia[0-1]"
+    echo "NodeName=cn[001-002] Name=gpu Type=a100 $file"
+    echo "NodeName=cn003 Name=gpu Type=a100 $file Flags=intel_gpu_env"
+    echo "NodeName=gpu-a1 Name=gpu Type=a100 $file Flags=amd_gpu_env"
 }
 
 # Stop the daemons named by pid files (never by name), checking that each pid still is

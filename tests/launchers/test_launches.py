@@ -44,6 +44,11 @@ SLURM_LAUNCHES = {
     "mpi-pmix": "srun -N2 --ntasks-per-node=2 --mpi=pmix {task}",
     "export-none": "srun -N2 --ntasks-per-node=1 --export=NONE {task}",
     "array-job": f"{SBATCH} -N1 --ntasks-per-node=2 -a 0-1 --wrap 'srun {{task}}'",
+    # The vendors' nodes of slurm-common.sh's gres.conf: only ROCR_VISIBLE_DEVICES on gpu-a1,
+    # only ZE_AFFINITY_MASK on cn003.
+    "amd-gpus-per-task": "srun -w gpu-a1 --ntasks-per-node=2 --gpus-per-task=1 {task}",
+    "intel-gpus": "srun -w cn003 --ntasks-per-node=2 --gpus-per-node=2 {task}",
+    "cpus-per-task": "srun -N2 --ntasks-per-node=2 --cpus-per-task=2 {task}",
 }
 GPUS_PER_NODE = {
     "sbatch-batch-step-typed-gpus": 2,
@@ -51,6 +56,8 @@ GPUS_PER_NODE = {
     "gres-gpu": 2,
     "gpus-per-task": 2,
     "gpus-per-node-typed": 2,
+    "amd-gpus-per-task": 2,
+    "intel-gpus": 2,
 }
 TORCHRUN = "{python} -m torch.distributed.run --nproc_per_node=2"
 TORCHRUN_LAUNCHES = {

@@ -28,7 +28,8 @@ from clusterenv.exceptions import HostlistError, InconsistentEnvironmentError
 from clusterenv.hostlist import count_hosts, expand_hostlist
 from clusterenv.sources._detector import Detector, Fields, Hints, Roles
 from clusterenv.sources._geometry import job_port
-from clusterenv.sources.slurm._values import TaskLayout, at_most, het, parse_gpu_count, tres_gpus
+from clusterenv.sources.slurm._resources import granted_cpus, slurm_gpus
+from clusterenv.sources.slurm._values import TaskLayout, at_most, het, parse_gpu_count
 
 __all__ = ["DETECTOR", "SlurmDetector", "TaskLayout", "parse_gpu_count"]
 
@@ -79,7 +80,7 @@ class SlurmDetector(Detector):
             )
         batch = not step and procid is not None
         # The shell runs on the submit host: its GPUs are not the allocation's.
-        devices = visible_gpus(reader, gpu_probe) if step or batch else ()
+        vendor, devices = visible_gpus(reader, gpu_probe) if step or batch else (None, ())
         if step:
             fields, slurm_gpus = self._step(reader)
         else:
@@ -107,6 +108,8 @@ class SlurmDetector(Detector):
             "accelerator": Accelerator.GPU if gpus else Accelerator.CPU,
             "gpus_per_node": gpus,
             "visible_devices": devices,
+            "gpu_vendor": vendor if gpus else None,
+            "cpus_per_rank": granted_cpus(reader),
         }
 
     def diagnose(
@@ -152,6 +155,15 @@ class SlurmDetector(Detector):
                     f"(SLURM_TASKS_PER_NODE={shorten(layout)!r}), which Lightning cannot "
                     "train on. Fix: --ntasks-per-node instead of --ntasks"
                 )
+        cpus, tres = env.get("SLURM_CPUS_PER_TASK"), env.get("SLURM_TRES_PER_TASK", "")
+        tres_cpus = next((i for i in tres.split(",") if i.startswith(("cpu=", "cpu:"))), None)
+        if cpus is not None and tres_cpus is not None and tres_cpus[4:] != cpus.strip():
+            warnings.append(
+                f"SLURM_CPUS_PER_TASK={shorten(cpus)!r} contradicts SLURM_TRES_PER_TASK="
+                f"{shorten(tres)!r}: srun (23.11+) then stops with 'cpus_per_task set by two "
+                "different environment variables'. Fix: pass --cpus-per-task to srun, or do "
+                "not export SLURM_CPUS_PER_TASK by hand"
+            )
         if "SLURM_JOB_NODELIST" not in env and "SLURM_JOB_NODELIST_HET_GROUP_0" in env:
             warnings.append(
                 "a heterogeneous job: this describes its component 0, what a plain srun "
@@ -191,7 +203,7 @@ class SlurmDetector(Detector):
                 reader, num_nodes, "SLURM_STEP_NODELIST", "SLURM_NODELIST", "SLURM_JOB_NODELIST"
             ),
         }
-        return fields, self._gpus(reader, tasks_here)
+        return fields, slurm_gpus(reader, tasks_here)
 
     def _allocation(self, reader: EnvReader, visible: int) -> tuple[Fields, int | None]:
         """The batch step or the salloc shell: describe what srun should start. In a
@@ -205,7 +217,7 @@ class SlurmDetector(Detector):
             ntasks = "SLURM_NTASKS" if "SLURM_NTASKS" in reader.env else None
             self._check_layout(reader, layout, num_nodes, ntasks)
         tasks_here = layout.on_node(0) if layout else 1
-        gpus = self._gpus(reader, tasks_here)
+        gpus = slurm_gpus(reader, tasks_here)
         if reader.lookup("SLURM_NTASKS_PER_NODE"):
             per_node = reader.integer(
                 "devices_per_node", "SLURM_NTASKS_PER_NODE", hint=_HINT, minimum=1
@@ -283,35 +295,6 @@ class SlurmDetector(Detector):
                 hint="Slurm sets these together for one step; do not set them by hand",
             )
         return tuple(expand_hostlist(nodelist))
-
-    @staticmethod
-    def _gpus(reader: EnvReader, tasks_here: int) -> int | None:
-        """GPUs per node from Slurm's own variables; ``None`` when Slurm says nothing."""
-        found = reader.lookup("SLURM_GPUS_ON_NODE")
-        if found:
-            reader.note("gpus_per_node", found[0])
-            return parse_integer(*found, hint="Slurm sets this to the GPUs of this node")
-        found = reader.lookup("SLURM_STEP_GPUS", "SLURM_JOB_GPUS")
-        if found:
-            reader.note("gpus_per_node", found[0])
-            ids = [item for item in found[1].split(",") if item.strip()]
-            for item in ids:
-                parse_integer(found[0], item, hint="Slurm lists GPU indices such as '0,1'")
-            return len(ids)
-        found = reader.lookup("SLURM_GPUS_PER_NODE")
-        if found:
-            reader.note("gpus_per_node", found[0])
-            return parse_gpu_count(*found)
-        found = reader.lookup("SLURM_GPUS_PER_TASK")
-        if found:
-            reader.note("gpus_per_node", found[0])
-            return parse_gpu_count(*found) * tasks_here
-        found = reader.lookup("SLURM_TRES_PER_TASK")  # 23.11+: "cpu=2,gres/gpu=1"
-        per_task = tres_gpus(*found) if found else None
-        if found and per_task is not None:
-            reader.note("gpus_per_node", found[0])
-            return per_task * tasks_here
-        return None
 
 
 DETECTOR = SlurmDetector()

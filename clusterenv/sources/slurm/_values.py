@@ -9,7 +9,7 @@ from clusterenv._safe import shorten
 from clusterenv.exceptions import InvalidVariableError
 from clusterenv.hostlist import MAX_HOSTS
 
-__all__ = ["TaskLayout", "at_most", "het", "parse_gpu_count", "tres_gpus"]
+__all__ = ["TaskLayout", "at_most", "het", "parse_gpu_count", "tres_count"]
 
 # Counts have at most 9 digits: int() stays cheap on hostile input.
 _GPU_ITEM = re.compile(r"(?:[A-Za-z0-9_.-]+:){0,2}([0-9]{1,9})")
@@ -38,12 +38,15 @@ def het(*names: str) -> tuple[str, ...]:
     return (*names, *(f"{name}_HET_GROUP_0" for name in names))
 
 
-def tres_gpus(name: str, value: str) -> int | None:
-    """GPUs per task in a TRES list such as ``cpu=2,gres/gpu=1`` or ``gres/gpu:a100=2``."""
+def tres_count(name: str, value: str, kind: str) -> int | None:
+    """The count of ``kind`` (``gres/gpu`` or ``cpu``) per task in a TRES list such as
+    ``cpu=2,gres/gpu=1``, ``gres/gpu:a100=2`` or (``srun``'s messages) ``cpu:2``."""
     for item in value.split(","):
         key, _, count = item.strip().partition("=")
-        if key == "gres/gpu" or key.startswith("gres/gpu:"):
-            return parse_integer(name, count, hint="Slurm writes gres/gpu=N")
+        if kind == "cpu" and key.startswith("cpu:"):
+            key, count = key.partition(":")[::2]
+        if key == kind or key.startswith(f"{kind}:"):
+            return parse_integer(name, count, hint=f"Slurm writes {kind}=N")
     return None
 
 
