@@ -5,22 +5,29 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from clusterenv._gpu import GPU_VARIABLES
+from clusterenv._machine import is_network
 from clusterenv._safe import redact_value
 from clusterenv.sources import read_by_a_source
 
 __all__ = ["launcher_variables"]
 
-# Besides each source's own variables: the GPUs (read by clusterenv._gpu) and the override.
+# Besides each source's own variables: the GPUs (read by clusterenv._gpu), the override, and
+# the network variables that decide whether rendezvous and collectives connect.
 _CORE_PREFIXES = ("CUDA_",)
 _CORE_NAMES = frozenset({"CLUSTERENV_SOURCE", *GPU_VARIABLES})
 
 
 def _captured(name: str) -> bool:
-    return name.startswith(_CORE_PREFIXES) or name in _CORE_NAMES or read_by_a_source(name)
+    return (
+        name.startswith(_CORE_PREFIXES)
+        or name in _CORE_NAMES
+        or read_by_a_source(name)
+        or is_network(name)
+    )
 
 
 def launcher_variables(env: Mapping[str, str], *, redact: bool = True) -> dict[str, str]:
-    """The scheduler, launcher and GPU variables of ``env``, sorted; secrets redacted by
+    """The scheduler, launcher, GPU and network variables of ``env``, sorted; secrets redacted by
     name and by value (:mod:`clusterenv._safe`)."""
     return {
         name: redact_value(name, value) if redact else value

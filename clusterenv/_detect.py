@@ -73,11 +73,15 @@ def _check_main_address(reader: EnvReader, address: str) -> None:
 
 @dataclass(frozen=True)
 class Detection:
-    """A spec with its provenance: why the source was chosen, which variables gave each field."""
+    """A spec with its provenance: why the source was chosen, which variables gave each
+    field (``variables``: their names; ``origins``: ``NAME='value', ...`` for messages),
+    and what the process is in words (``the srun step of job 42``)."""
 
     spec: ResourceSpec
     reason: str
     origins: dict[str, str]
+    variables: dict[str, tuple[str, ...]]
+    description: str
 
 
 def detect_environment(
@@ -115,7 +119,8 @@ def explain_environment(
     spec, reader, detector = _detect(env, gpu_probe, cpu_probe, read_file)
     forced = reader.env.get(FORCE_VARIABLE, "").strip()
     reason = f"{FORCE_VARIABLE}={shorten(forced)!r}" if forced else detector.reason
-    return Detection(spec, reason, {field: reader.describe(field) for field in reader.origins})
+    origins = {field: reader.describe(field) for field in reader.origins}
+    return Detection(spec, reason, origins, dict(reader.origins), detector.describe(spec))
 
 
 def _detect(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from clusterenv._finding import Finding
 from clusterenv._gpu import VENDOR_VARIABLES
 from clusterenv._safe import shorten
 from clusterenv._spec import GpuVendor, ResourceSpec, Role
@@ -17,35 +18,48 @@ __all__ = ["diagnose", "launcher_for"]
 
 
 def launcher_for(spec: ResourceSpec) -> str:
-    """The command that starts the ranks, for a process that is not one (e.g. ``srun``)."""
-    return detector_for(spec.source).launcher or "srun"
+    """The command that starts the ranks, for a process that is not one: the scheduler's
+    own (``srun``), else torchrun (a workstation has no scheduler to name)."""
+    return detector_for(spec.source).launcher or "torchrun --nproc_per_node=N"
 
 
-def diagnose(spec: ResourceSpec, env: Mapping[str, str]) -> list[str]:
-    """Human-readable warnings for ``spec`` detected from ``env``; empty when all is well."""
+def diagnose(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
+    """The warnings for ``spec`` detected from ``env``; empty when all is well."""
     detector = detector_for(spec.source)
-    warnings = []
+    found = []
     if spec.role is Role.BATCH:
         launcher = launcher_for(spec)
-        warnings.append(
-            f"this is {detector.describe(spec)}: one process, not the ranks. Fix: start them "
-            f"with `{launcher} python train.py` (or `{launcher} clusterenv inspect`)"
+        found.append(
+            Finding(
+                id="batch-step",
+                message=f"this is {detector.describe(spec)}: one process, not the ranks",
+                fix=f"start them with `{launcher} python train.py` (or `{launcher} clusterenv "
+                "inspect`)",
+            )
         )
     elif spec.role is Role.SHELL:
-        warnings.append(
-            f"this is {detector.describe(spec)}, on the submit host outside the allocation's "
-            f"nodes. Fix: run `{launcher_for(spec)} clusterenv inspect` to see what each task gets"
+        found.append(
+            Finding(
+                id="submit-shell",
+                message=f"this is {detector.describe(spec)}, on the submit host outside the "
+                "allocation's nodes",
+                fix=f"run `{launcher_for(spec)} clusterenv inspect` to see what each task gets",
+            )
         )
     if spec.gpus_per_node and not spec.visible_devices and spec.role is not Role.SHELL:
         names = VENDOR_VARIABLES[spec.gpu_vendor or GpuVendor.NVIDIA]
         name = next((name for name in names if name in env), names[0])
         shown = repr(shorten(env[name])) if name in env else "unset"
-        warnings.append(
-            f"{spec.gpus_per_node} GPUs per node are allocated but {name} is {shown} and none "
-            f"is visible. Fix: do not set {name} in the job script"
+        found.append(
+            Finding(
+                id="gpus-hidden",
+                message=f"{spec.gpus_per_node} GPUs per node are allocated but {name} is "
+                f"{shown} and none is visible",
+                fix=f"do not set {name} in the job script",
+            )
         )
     around = present(env)
     hooks = [detector, *(other for other in around if other is not detector)]
     for hook in hooks:
-        warnings += hook.diagnose(spec, env, around)
-    return warnings
+        found += hook.diagnose(spec, env, around)
+    return found

@@ -20,6 +20,7 @@ __all__ = [
     "GPU_VARIABLES",
     "VENDOR_VARIABLES",
     "gpu_fields",
+    "inventory",
     "parse_cuda_visible_devices",
     "parse_ze_affinity_mask",
     "visible_gpus",
@@ -132,7 +133,8 @@ def _level_zero_devices(reader: EnvReader, found: GpuInventory) -> tuple[str, ..
     return found.devices
 
 
-def _inventory(gpu_probe: GpuProbe) -> GpuInventory:
+def inventory(gpu_probe: GpuProbe) -> GpuInventory:
+    """What ``gpu_probe`` found, as an inventory."""
     found = gpu_probe()
     if isinstance(found, GpuInventory):
         return found
@@ -144,7 +146,7 @@ def _vendor(env: Mapping[str, str], gpu_probe: GpuProbe) -> tuple[GpuVendor | No
     named = [v for v, names in VENDOR_VARIABLES.items() if any(n in env for n in names)]
     if len(named) == 1:
         return named[0], GpuInventory()
-    found = _inventory(gpu_probe)  # none or several vendors' variables: the machine decides
+    found = inventory(gpu_probe)  # none or several vendors' variables: the machine decides
     if found.devices and found.vendor is not None:
         return found.vendor, found
     return (named[0] if named else None), found

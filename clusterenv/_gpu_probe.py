@@ -43,14 +43,10 @@ def probe_gpus() -> GpuInventory:
 
 def probe_sysfs(root: str) -> GpuInventory:
     """The GPUs that the kernel's files under ``root`` (``/`` on a real machine) describe."""
-    for vendor, probe in (
-        (GpuVendor.NVIDIA, _nvidia_proc),
-        (GpuVendor.AMD, _amd_kfd),
-        (GpuVendor.INTEL, _intel_drm),
-    ):
-        devices = probe(root)
-        if devices:
-            return GpuInventory(vendor=vendor, devices=devices)
+    for probe in (_nvidia_proc, _amd_kfd, _intel_drm):
+        found = probe(root)
+        if found.devices:
+            return found
     return GpuInventory()
 
 
@@ -72,17 +68,41 @@ def _indices(count: int) -> tuple[str, ...]:
     return tuple(str(index) for index in range(count))
 
 
-def _nvidia_proc(root: str) -> tuple[str, ...]:
-    return _indices(len(_listdir(os.path.join(root, _NVIDIA_PROC))))
+def _field(text: str, key: str) -> str:
+    """The value of ``key:`` in a ``Key: value`` file ('' where absent)."""
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        if name.strip() == key:
+            return value.strip()
+    return ""
 
 
-def _amd_kfd(root: str) -> tuple[str, ...]:
+def _nvidia_proc(root: str) -> GpuInventory:
+    gpus = os.path.join(root, _NVIDIA_PROC)
+    addresses = _listdir(gpus)
+    models = [_field(_read(os.path.join(gpus, a, "information")), "Model") for a in addresses]
+    version = _read(os.path.join(root, "proc/driver/nvidia/version")).split("Kernel Module")
+    return GpuInventory(
+        vendor=GpuVendor.NVIDIA,
+        devices=_indices(len(addresses)),
+        models=tuple(model for model in models if model),
+        driver=version[1].split()[0] if len(version) > 1 and version[1].split() else None,
+    )
+
+
+def _amd_kfd(root: str) -> GpuInventory:
     nodes = os.path.join(root, _KFD_NODES)
     gpus = [n for n in _listdir(nodes) if _read(os.path.join(nodes, n, "gpu_id")) not in ("", "0")]
-    return _indices(len(gpus))
+    models = [_read(os.path.join(nodes, n, "name")) for n in gpus]  # the gfx target: gfx90a
+    return GpuInventory(
+        vendor=GpuVendor.AMD,
+        devices=_indices(len(gpus)),
+        models=tuple(model for model in models if model),
+        driver=_read(os.path.join(root, "sys/module/amdgpu/version")) or None,
+    )
 
 
-def _intel_drm(root: str) -> tuple[str, ...]:
+def _intel_drm(root: str) -> GpuInventory:
     """Intel data-centre GPUs as ``card.tile`` ids (``"0.0"``, ``"0.1"``): with Level
     Zero's default flat hierarchy every tile is a device."""
     drm = os.path.join(root, _DRM)
@@ -94,7 +114,8 @@ def _intel_drm(root: str) -> tuple[str, ...]:
             os.path.join(device, "class")
         ).startswith(_INTEL_DATA_CENTRE_CLASS):
             gpus.append(sum(gt.startswith("gt") for gt in _listdir(os.path.join(drm, card, "gt"))))
-    return tuple(f"{gpu}.{tile}" for gpu, tiles in enumerate(gpus) for tile in range(max(1, tiles)))
+    devices = [f"{gpu}.{tile}" for gpu, tiles in enumerate(gpus) for tile in range(max(1, tiles))]
+    return GpuInventory(vendor=GpuVendor.INTEL, devices=tuple(devices))
 
 
 def _nvml() -> GpuInventory | None:
@@ -105,12 +126,29 @@ def _nvml() -> GpuInventory | None:
     try:
         pynvml.nvmlInit()
         try:
-            count = pynvml.nvmlDeviceGetCount()
+            handles = [
+                pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())
+            ]
+            models = tuple(
+                f"{_text(pynvml.nvmlDeviceGetName(h))} "
+                f"({pynvml.nvmlDeviceGetMemoryInfo(h).total >> 30} GiB)"
+                for h in handles
+            )
+            driver = _text(pynvml.nvmlSystemGetDriverVersion())
         finally:
             pynvml.nvmlShutdown()
     except pynvml.NVMLError:
         return None
-    return GpuInventory(vendor=GpuVendor.NVIDIA, devices=_indices(count)) if count else None
+    if not handles:
+        return None
+    return GpuInventory(
+        vendor=GpuVendor.NVIDIA, devices=_indices(len(handles)), models=models, driver=driver
+    )
+
+
+def _text(value: str | bytes) -> str:
+    """NVML's strings: ``bytes`` in older pynvml releases."""
+    return value.decode(errors="replace") if isinstance(value, bytes) else value
 
 
 def _nvidia_smi() -> GpuInventory:
@@ -126,7 +164,14 @@ def _nvidia_smi() -> GpuInventory:
         )
     except (OSError, subprocess.SubprocessError):
         return GpuInventory()
-    count = sum(line.startswith("GPU ") for line in listing.stdout.splitlines())
-    return (
-        GpuInventory(vendor=GpuVendor.NVIDIA, devices=_indices(count)) if count else GpuInventory()
+    # "GPU 0: NVIDIA H200 (UUID: GPU-...)"
+    models = [
+        line.partition(": ")[2].rpartition(" (UUID")[0]
+        for line in listing.stdout.splitlines()
+        if line.startswith("GPU ")
+    ]
+    if not models:
+        return GpuInventory()
+    return GpuInventory(
+        vendor=GpuVendor.NVIDIA, devices=_indices(len(models)), models=tuple(models)
     )

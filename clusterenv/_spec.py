@@ -65,12 +65,15 @@ class GpuVendor(str, Enum):
 
 class GpuInventory(BaseModel):
     """What a GPU probe found on this machine: the vendor and the device ids its runtime
-    shows when no visible-devices variable is set (``"0"``, ``"1"``; Intel tiles ``"0.1"``)."""
+    shows when no visible-devices variable is set (``"0"``, ``"1"``; Intel tiles ``"0.1"``),
+    and where cheap to read, the models and the driver's version (for reports)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     vendor: GpuVendor | None = None
     devices: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
+    driver: str | None = None
 
 
 class Fields(TypedDict, total=False):

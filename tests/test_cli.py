@@ -43,8 +43,8 @@ def test_json_has_spec_provenance_and_warnings(tmp_path: Path) -> None:
     data = json.loads(out)
     assert code == 0
     assert data["spec"]["role"] == "batch"
-    assert data["provenance"]["num_nodes"] == "SLURM_JOB_NUM_NODES='2'"
-    assert any("srun" in warning for warning in data["warnings"])
+    assert data["origins"]["num_nodes"] == [{"variable": "SLURM_JOB_NUM_NODES", "value": "2"}]
+    assert any("srun" in warning["fix"] for warning in data["warnings"])
 
 
 @pytest.mark.parametrize(
@@ -116,7 +116,7 @@ def test_errors_exit_2_with_one_line_and_no_traceback(tmp_path: Path) -> None:
 def test_env_file_formats(tmp_path: Path) -> None:
     path = tmp_path / "env.txt"
     path.write_text("# printenv\nSLURM_JOB_ID=42\nexport MASTER_PORT='1234'\nnot a variable\n")
-    assert read_env_file(str(path)) == ({"SLURM_JOB_ID": "42", "MASTER_PORT": "1234"}, {})
+    assert read_env_file(str(path)) == ({"SLURM_JOB_ID": "42", "MASTER_PORT": "1234"}, {}, None)
 
 
 def test_capture_round_trips_through_inspect(

@@ -38,10 +38,15 @@ def test_probe_reads_the_driver_then_nvidia_smi(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "pynvml", None)  # the nvml extra is not installed
-    for address in ("0000:07:00.0", "0000:0b:00.0"):
-        (tmp_path / "proc/driver/nvidia/gpus" / address).mkdir(parents=True)
+    for address in ("0000:07:00.0", "0000:0b:00.0"):  # the driver's own files, shaped as on a node
+        gpu = tmp_path / "proc/driver/nvidia/gpus" / address
+        gpu.mkdir(parents=True)
+        (gpu / "information").write_text("Model: \t\t NVIDIA H200\nIRQ:   \t\t 42\n")
+    (tmp_path / "proc/driver/nvidia/version").write_text(
+        "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\n"
+    )
     assert _gpu_probe.probe_sysfs(str(tmp_path)) == GpuInventory(
-        vendor=GpuVendor.NVIDIA, devices=("0", "1")
+        vendor=GpuVendor.NVIDIA, devices=("0", "1"), models=("NVIDIA H200",) * 2, driver="550.54.15"
     )
 
     monkeypatch.setattr(_gpu_probe, "probe_sysfs", lambda root: GpuInventory())
@@ -55,7 +60,10 @@ def test_probe_reads_the_driver_then_nvidia_smi(
     smi.chmod(0o755)
     monkeypatch.setenv("PATH", str(smi.parent))
     probe = _gpu_probe.probe_gpus.__wrapped__  # uncached: the real one asks once per process
-    assert probe() == GpuInventory(vendor=GpuVendor.NVIDIA, devices=("0", "1"))
+    expected = GpuInventory(
+        vendor=GpuVendor.NVIDIA, devices=("0", "1"), models=("NVIDIA H200",) * 2
+    )
+    assert probe() == expected
 
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     assert probe() == GpuInventory()

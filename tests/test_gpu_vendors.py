@@ -118,8 +118,9 @@ def test_the_warning_for_hidden_gpus_names_the_vendors_variable() -> None:
     env = slurm_env(1, 2, 1, gpus_per_node=2, gpu_vendor="amd") | {"ROCR_VISIBLE_DEVICES": ""}
     spec = explain_environment(env, gpu_probe=lambda: NONE, cpu_probe=lambda: None).spec
     (warning,) = diagnose(spec, env)
-    assert "ROCR_VISIBLE_DEVICES is ''" in warning
-    assert "CUDA_VISIBLE_DEVICES" not in warning
+    assert warning.id == "gpus-hidden"
+    assert "ROCR_VISIBLE_DEVICES is ''" in str(warning)
+    assert "CUDA_VISIBLE_DEVICES" not in str(warning)
 
 
 def test_torchrun_on_an_amd_node_sees_the_node() -> None:
@@ -150,7 +151,12 @@ def test_sysfs_probe_finds_amd_gpus_by_kfd_topology(tmp_path: Path) -> None:
     nodes = tmp_path / "sys/class/kfd/kfd/topology/nodes"
     for node, gpu_id in enumerate(["0", "45412", "61808"]):  # node 0: the CPU socket
         _write(nodes / str(node) / "gpu_id", gpu_id)
-    assert probe_sysfs(str(tmp_path)) == GpuInventory(vendor=GpuVendor.AMD, devices=("0", "1"))
+        _write(nodes / str(node) / "name", "gfx90a" if node else "")
+    _write(tmp_path / "sys/module/amdgpu/version", "6.3.6")
+    found = probe_sysfs(str(tmp_path))
+    assert found == GpuInventory(
+        vendor=GpuVendor.AMD, devices=("0", "1"), models=("gfx90a",) * 2, driver="6.3.6"
+    )
 
 
 def test_sysfs_probe_finds_intel_data_centre_gpus_and_their_tiles(tmp_path: Path) -> None:

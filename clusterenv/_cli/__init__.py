@@ -17,8 +17,11 @@ import traceback
 from collections.abc import Sequence
 
 from clusterenv import __version__
-from clusterenv._cli._envfile import Usage, capture, read_env_file
-from clusterenv._cli._report import redact_json, report
+from clusterenv._cli._envfile import EnvFile, Usage, capture, read_env_file
+from clusterenv._cli._render import markdown, text
+from clusterenv._cli._report import inspect_report, live_report, redact_json
+from clusterenv._gpu_probe import probe_gpus
+from clusterenv._machine import collect_machine
 from clusterenv._probe import DEFAULT_TIMEOUT, ProbeReport, probe
 from clusterenv._safe import escape, redact_text
 from clusterenv._spec import Source
@@ -115,8 +118,15 @@ def _parser() -> argparse.ArgumentParser:
         epilog=FIELDS,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    inspect.add_argument(
-        "--json", action="store_true", help="print JSON: spec, provenance, warnings"
+    output = inspect.add_mutually_exclusive_group()
+    output.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON (schema: docs/schema/inspect-v1.json): spec, origins, machine, "
+        "network, warnings with ids",
+    )
+    output.add_argument(
+        "--markdown", action="store_true", help="print Markdown, for pasting into an issue"
     )
     inspect.add_argument(
         "--env-file",
@@ -236,10 +246,18 @@ def _main(args: argparse.Namespace) -> int:
         return _probe(args.timeout, args.backend, args.all, args.json)
     if args.command == "run":
         return _run(args.module, args.target)
-    env, files = read_env_file(args.env_file) if args.env_file else (dict(os.environ), {})
+    given = read_env_file(args.env_file) if args.env_file else None
     if args.command == "capture":
-        print(json.dumps(capture(env), indent=2))
+        if given is None:
+            given = EnvFile(dict(os.environ), {}, collect_machine(probe_gpus))
+        print(json.dumps(capture(given.env, given.machine), indent=2))
         return 0
-    data, warnings, text = report(env, files, args.lightning)
-    print(json.dumps(data, indent=2) if args.json else text)
-    return 1 if args.strict and warnings else 0
+    if given is None:
+        result = live_report(os.environ, args.lightning)
+    else:
+        result = inspect_report(given.env, given.files, given.machine, args.lightning)
+    if args.json:
+        print(result.model_dump_json(indent=2))
+    else:
+        print(markdown(result) if args.markdown else text(result))
+    return 1 if args.strict and result.warnings else 0

@@ -10,14 +10,23 @@ import contextlib
 import json
 import sys
 from collections.abc import Mapping
+from datetime import datetime, timezone
+from typing import Any, NamedTuple
+
+from pydantic import ValidationError
 
 from clusterenv._capture import launcher_variables
 from clusterenv._detect import explain_environment
+from clusterenv._machine import Machine
 from clusterenv._reader import MAX_FILE_BYTES, host_lines, read_bytes, read_text_file
 from clusterenv._safe import escape, shorten
 from clusterenv.exceptions import ClusterEnvError
 
-__all__ = ["FORMATS", "Usage", "capture", "read_env_file"]
+__all__ = ["CAPTURE_VERSION", "FORMATS", "EnvFile", "Usage", "capture", "read_env_file"]
+
+#: The version of `clusterenv capture`'s format: {schema_version, captured_at, env, files,
+#: machine}. Files without schema_version (older captures, plain JSON) are still read.
+CAPTURE_VERSION = 1
 
 FORMATS = "`env`/`printenv` output, NAME=VALUE lines, JSON or `clusterenv capture` output"
 
@@ -43,10 +52,18 @@ def _text(path: str, name: str) -> str:
         raise Usage(f"--env-file {name} is not UTF-8 text ({FORMATS})") from None
 
 
-def read_env_file(path: str) -> tuple[dict[str, str], dict[str, str]]:
-    """An environment from a file in one of ``FORMATS``, and the host files a
-    `clusterenv capture` recorded with it (by path). A file that yields no variable is an
-    error, not an empty (local) environment."""
+class EnvFile(NamedTuple):
+    """What an env file holds: the variables, the host files a capture recorded (by path),
+    and the machine it recorded (``None`` for a plain dump)."""
+
+    env: dict[str, str]
+    files: dict[str, str]
+    machine: Machine | None
+
+
+def read_env_file(path: str) -> EnvFile:
+    """An environment from a file in one of ``FORMATS``. A file that yields no variable is
+    an error, not an empty (local) environment."""
     name = escape(shorten(path, 200))
     text = _text(path, name).removeprefix("\ufeff")  # a UTF-8 BOM from an editor
     if text.lstrip().startswith(("{", "[")):
@@ -55,30 +72,46 @@ def read_env_file(path: str) -> tuple[dict[str, str], dict[str, str]]:
         except (json.JSONDecodeError, RecursionError) as error:
             problem = "nested too deeply" if isinstance(error, RecursionError) else error
             raise Usage(f"--env-file {name} is not valid JSON: {problem}") from None
-        files = data.get("files", {}) if isinstance(data, dict) and "env" in data else {}
+        captured = isinstance(data, dict) and "env" in data
+        files = data.get("files", {}) if captured else {}
+        machine = _machine(name, data.get("machine")) if captured else None
         data = data.get("env", data) if isinstance(data, dict) else data
         if not isinstance(data, dict) or not isinstance(files, dict):
             raise Usage(f"--env-file {name}: expected a JSON object of variables")
         env, recorded = _strings(data), _strings(files)
     else:
-        env, recorded = {}, {}
+        env, recorded, machine = {}, {}, None
         for line in text.splitlines():
             key, sep, value = line.removeprefix("export ").partition("=")
             if sep and key.strip() and not key.lstrip().startswith("#"):
                 env[key.strip()] = value.strip().strip("'\"")
     if not env:
         raise Usage(f"--env-file {name} has no variables; it should hold {FORMATS}")
-    return env, recorded
+    return EnvFile(env, recorded, machine)
+
+
+def _machine(name: str, data: Any) -> Machine | None:
+    if data is None:
+        return None
+    try:
+        return Machine.model_validate(data)
+    except ValidationError as error:
+        problem = error.errors()[0]
+        where = ".".join(map(str, problem["loc"]))
+        raise Usage(
+            f"--env-file {name}: machine.{escape(shorten(where))}: {escape(problem['msg'])}"
+        ) from None
 
 
 def _strings(data: Mapping[object, object]) -> dict[str, str]:
     return {str(key): str(value) for key, value in data.items()}
 
 
-def capture(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
-    """The launcher variables, and the host names of the host files that detection reads
-    (PBS, LSF), so that `inspect --env-file` works on another machine too. Never a host
-    file's raw text: a variable may name any file."""
+def capture(env: Mapping[str, str], machine: Machine | None) -> dict[str, Any]:
+    """What `inspect --env-file` needs to give the same report on another machine: the
+    launcher and network variables, the host names of the host files detection reads (PBS,
+    LSF; never a host file's raw text: a variable may name any file) and ``machine`` (the
+    GPU probe's result, CPUs, versions, host)."""
     files: dict[str, str] = {}
 
     def record(path: str) -> str:
@@ -88,5 +121,11 @@ def capture(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
         return text
 
     with contextlib.suppress(ClusterEnvError):  # a broken environment is still captured
-        explain_environment(env, gpu_probe=tuple, read_file=record)
-    return {"env": launcher_variables(env), "files": files}
+        explain_environment(env, gpu_probe=tuple, cpu_probe=lambda: None, read_file=record)
+    return {
+        "schema_version": CAPTURE_VERSION,
+        "captured_at": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
+        "env": launcher_variables(env),
+        "files": files,
+        "machine": machine.model_dump(mode="json") if machine else None,
+    }

@@ -1,31 +1,75 @@
-"""`clusterenv inspect`: the report of what this process got, and why."""
+"""`clusterenv inspect`: the report of what a process got, why, and where it ran.
+
+The report is one pydantic model, :class:`InspectReport`: ``--json`` prints it (its JSON
+schema is published in docs/schema/inspect-v1.json and held stable by a test), and the
+text and Markdown renderings (:mod:`clusterenv._cli._render`) draw on it alone, so the
+three always agree.
+"""
 
 from __future__ import annotations
 
-import os
-import sys
-import textwrap
 from collections.abc import Mapping
-from typing import Any
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
 
 from clusterenv import __version__
 from clusterenv._detect import explain_environment
 from clusterenv._diagnose import diagnose
+from clusterenv._finding import Finding
+from clusterenv._gpu_probe import probe_gpus
+from clusterenv._machine import Machine, collect_machine, network_variables
 from clusterenv._reader import read_text_file
-from clusterenv._safe import escape, redact_text
-from clusterenv._spec import ResourceSpec
+from clusterenv._safe import redact_text, redact_value
+from clusterenv._spec import GpuInventory, ResourceSpec, Source
 from clusterenv.exceptions import ClusterEnvError
-from clusterenv.hostlist import compress_hostlist
 
-__all__ = ["redact_json", "report"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "InspectReport",
+    "Origin",
+    "inspect_report",
+    "live_report",
+    "redact_json",
+]
+
+#: Raised when a field changes meaning or disappears; new optional fields keep it.
+SCHEMA_VERSION = 1
 
 
-def _style(code: str) -> str:
-    on = sys.stdout.isatty() and "NO_COLOR" not in os.environ
-    return f"\033[{code}m" if on else ""
+class Origin(BaseModel):
+    """One variable a value came from, with its value (redacted where secret)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    variable: str
+    value: str
 
 
-def _lightning(spec: ResourceSpec, package: str) -> tuple[dict[str, object], list[str]]:
+class InspectReport(BaseModel):
+    """What ``clusterenv inspect --json`` prints (schema version 1)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: Literal[1] = 1
+    clusterenv: str
+    generated_at: datetime
+    #: ``process``: this process's environment and machine; ``env-file``: a file's (a
+    #: ``clusterenv capture`` records the machine too; a plain dump does not).
+    origin: Literal["process", "env-file"]
+    machine: Machine
+    source: Source
+    reason: str
+    description: str
+    spec: ResourceSpec
+    origins: dict[str, list[Origin]]
+    network: dict[str, str]
+    warnings: list[Finding]
+    lightning: dict[str, Any] | None = None
+
+
+def _lightning(spec: ResourceSpec, package: str) -> tuple[dict[str, Any], list[Finding]]:
     """The adapter's Trainer kwargs for ``spec`` (imports Lightning, hence only on request)."""
     import clusterenv.lightning as cl  # noqa: PLC0415 - torch only with --lightning
 
@@ -33,74 +77,72 @@ def _lightning(spec: ResourceSpec, package: str) -> tuple[dict[str, object], lis
     try:
         kwargs = cl.trainer_kwargs(spec, package=chosen)
     except ClusterEnvError as error:
-        return {"package": chosen, "error": str(error)}, [f"Lightning: {error}"]
+        message, _, fix = str(error).partition(". HINT: ")
+        problem = Finding(id="lightning", message=message, fix=fix)
+        return {"package": chosen, "error": str(error)}, [problem]
     kwargs["plugins"] = [type(plugin).__name__ for plugin in kwargs["plugins"]]
     return {"package": chosen, "trainer_kwargs": kwargs}, []
 
 
-def report(
-    env: Mapping[str, str], files: Mapping[str, str], lightning: str | None
-) -> tuple[dict[str, object], list[str], str]:
+def inspect_report(
+    env: Mapping[str, str],
+    files: Mapping[str, str],
+    machine: Machine | None,
+    lightning: str | None = None,
+) -> InspectReport:
+    """The report for ``env``. ``machine`` is the recorded machine of an env file (``None``
+    for a plain dump); the live process (``files`` empty, ``machine`` None, ``env`` being
+    ``os.environ``) is described by :func:`live_report`. An env file's GPUs and CPUs are
+    never this machine's: the recorded probe results, or none."""
+    return _build(env, files, machine or Machine(), "env-file", lightning)
+
+
+def live_report(env: Mapping[str, str], lightning: str | None = None) -> InspectReport:
+    """The report for this process, on this machine."""
+    return _build(env, {}, collect_machine(probe_gpus), "process", lightning)
+
+
+def _build(
+    env: Mapping[str, str],
+    files: Mapping[str, str],
+    machine: Machine,
+    origin: Literal["process", "env-file"],
+    lightning: str | None,
+) -> InspectReport:
+    gpus = machine.gpus or GpuInventory()  # not recorded: no GPU, never this machine's
+
     def read_file(path: str) -> str:
         return files[path] if path in files else read_text_file(path)
 
-    detection = explain_environment(env, read_file=read_file)
-    spec, origins = detection.spec, detection.origins
+    detection = explain_environment(
+        env, gpu_probe=lambda: gpus, cpu_probe=lambda: machine.affinity, read_file=read_file
+    )
+    spec = detection.spec
     warnings = diagnose(spec, env)
-    adapter: dict[str, object] = {}
+    adapter: dict[str, Any] | None = None
     if lightning:
         adapter, problems = _lightning(spec, lightning)
         warnings += problems
-    bold, yellow, reset = _style("1"), _style("33"), _style("0")
-    hosts = (
-        f"{compress_hostlist(spec.hostnames)} ({len(spec.hostnames)})"
-        if spec.hostnames
-        else "(not named)"
-    )
-    rows = [
-        ("role", spec.role.value, ""),
-        ("nodes", spec.num_nodes, origins.get("num_nodes", "")),
-        ("devices/node", spec.devices_per_node, origins.get("devices_per_node", "")),
-        ("world size", spec.world_size, origins.get("world_size", "")),
-        ("global rank", spec.global_rank, origins.get("global_rank", "")),
-        ("local rank", spec.local_rank, origins.get("local_rank", "")),
-        ("node rank", spec.node_rank, origins.get("node_rank", "")),
-        ("main address", f"{spec.master_addr}:{spec.master_port}", origins.get("master_addr", "")),
-        ("job id", spec.job_id or "-", origins.get("job_id", "")),
-        ("hosts", hosts, origins.get("hostnames", "")),
-        ("accelerator", spec.accelerator.value, ""),
-        (
-            "GPU vendor",
-            spec.gpu_vendor.value if spec.gpu_vendor else "-",
-            origins.get("gpu_vendor", ""),
-        ),
-        ("GPUs/node", spec.gpus_per_node, origins.get("gpus_per_node", "")),
-        ("visible GPUs", ",".join(spec.visible_devices) or "-", origins.get("visible_devices", "")),
-        ("CPUs/rank", spec.cpus_per_rank or "-", origins.get("cpus_per_rank", "")),
-    ]
-    lines = [f"{bold}clusterenv {__version__}: {spec.source.value}{reset}"]
-    rows.insert(0, ("why", detection.reason, ""))
-    for name, value, origin in rows:
-        # Values come from the environment: secrets out, control characters escaped.
-        line = escape(redact_text(f"  {name:<13} {value!s:<20} {origin}".rstrip()))
-        lines.append(line if len(line) <= 80 else line[:79] + "…")
-    if "trainer_kwargs" in adapter:
-        kwargs = adapter["trainer_kwargs"]
-        assert isinstance(kwargs, dict)
-        lines.append(f"{bold}Trainer kwargs ({adapter['package']}){reset}")
-        lines += [escape(f"  {name:<23} {value}") for name, value in kwargs.items()]
-    for warning in warnings:
-        text = escape(redact_text(f"warning: {warning}"))
-        first, *rest = textwrap.wrap(text, 80, subsequent_indent="  ")
-        lines += [first.replace("warning:", f"{yellow}warning:{reset}", 1), *rest]
-    data: dict[str, object] = {
-        "spec": spec.model_dump(mode="json"),
-        "source_reason": detection.reason,
-        "provenance": origins,
-        "warnings": warnings,
-        **({"lightning": adapter} if adapter else {}),
+    origins = {
+        field: [Origin(variable=name, value=redact_value(name, env[name])) for name in names]
+        for field, names in detection.variables.items()
+        if names
     }
-    return redact_json(data), warnings, "\n".join(lines)
+    report = InspectReport(
+        clusterenv=__version__,
+        generated_at=datetime.now(timezone.utc).replace(microsecond=0),
+        origin=origin,
+        machine=machine,
+        source=spec.source,
+        reason=detection.reason,
+        description=detection.description,
+        spec=spec,
+        origins=origins,
+        network=network_variables(env),
+        warnings=warnings,
+        lightning=adapter,
+    )
+    return InspectReport.model_validate(redact_json(report.model_dump(mode="json")))
 
 
 def redact_json(data: Any) -> Any:

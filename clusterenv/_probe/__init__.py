@@ -74,6 +74,16 @@ def probe(
     return report
 
 
+def _how_to_launch(spec: ResourceSpec) -> str:
+    launcher = launcher_for(spec)
+    if launcher.startswith("torchrun"):
+        return f"run the probe like the training: {launcher} -m clusterenv probe"
+    return (
+        f"run the probe like the training: {launcher} clusterenv probe, or torchrun ... -m "
+        "clusterenv probe"
+    )
+
+
 def _rendezvous(spec: ResourceSpec | None, timeout: float, env: Mapping[str, str]) -> ProbeReport:
     origins: Mapping[str, str] = {}
     if spec is None:
@@ -82,8 +92,7 @@ def _rendezvous(spec: ResourceSpec | None, timeout: float, env: Mapping[str, str
     if spec.role is not Role.RANK:
         raise ProbeError(
             f"this process is not one rank of a launch (role {spec.role.value})",
-            hint=f"run the probe like the training: {launcher_for(spec)} clusterenv probe, "
-            "or torchrun ... -m clusterenv probe",
+            hint=_how_to_launch(spec),
         )
     if spec.world_size > MAX_RANKS:
         raise ProbeError(

@@ -166,7 +166,7 @@ def _geometry(
     if spec.role is Role.SHELL:
         raise ClusterEnvError(
             f"this is {here}, which runs on the submit host, not on a node of the allocation",
-            hint="start the script with srun inside the allocation: srun python train.py ...",
+            hint=f"start the script inside the allocation: {launcher_for(spec)} python train.py",
         )
     launcher = launcher_for(spec)
     if num_nodes is None and spec.num_nodes > 1:

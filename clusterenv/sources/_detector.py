@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from clusterenv._finding import Finding
 from clusterenv._reader import EnvReader, GpuProbe
 from clusterenv._spec import Fields, ResourceSpec, Source
 
@@ -76,7 +77,7 @@ class Detector(ABC):
 
     def diagnose(
         self, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]
-    ) -> list[str]:
+    ) -> list[Finding]:
         """Warnings, each with a fix, about ``spec`` detected from ``env``.
 
         Called for the detected source and for every other source ``present`` in ``env``

@@ -6,6 +6,7 @@ import re
 import zlib
 from collections.abc import Sequence
 
+from clusterenv._finding import Finding
 from clusterenv._reader import EnvReader
 from clusterenv._spec import ResourceSpec, Role
 from clusterenv.exceptions import InconsistentEnvironmentError, MissingVariableError
@@ -74,13 +75,17 @@ def job_script_fields(reader: EnvReader, slots: Sequence[str]) -> Fields:
     }
 
 
-def uneven_slots(spec: ResourceSpec, fix: str) -> list[str]:
+def uneven_slots(spec: ResourceSpec, fix: str) -> list[Finding]:
     """The warning for a job script whose slots differ between nodes (Lightning needs equal)."""
     if spec.role is not Role.BATCH or spec.world_size == spec.num_nodes * spec.devices_per_node:
         return []
     return [
-        f"{spec.world_size} slots over {spec.num_nodes} nodes is not the same number on every "
-        f"node, which Lightning needs. Fix: request the same slots per node ({fix})"
+        Finding(
+            id=f"{spec.source.value}.uneven-slots",
+            message=f"{spec.world_size} slots over {spec.num_nodes} nodes is not the same "
+            "number on every node, which Lightning needs",
+            fix=f"request the same slots per node ({fix})",
+        )
     ]
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from clusterenv._finding import Finding
 from clusterenv._gpu import gpu_fields
 from clusterenv._reader import EnvReader, GpuProbe
 from clusterenv._safe import shorten
@@ -108,15 +109,19 @@ class KubeflowDetector(Detector):
 
     def diagnose(
         self, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]
-    ) -> list[str]:
+    ) -> list[Finding]:
         if spec.source is not self.source or spec.role is not Role.RANK:
             return []
         if spec.devices_per_node > 1 or len(spec.visible_devices) < 2:
             return []
+        gpus = len(spec.visible_devices)
         return [
-            f"this pod sees {len(spec.visible_devices)} GPUs but the PyTorchJob starts one "
-            "process per pod, so all but one GPU stay idle. Fix: run torchrun "
-            f"--nproc_per_node={len(spec.visible_devices)} in the pod (nprocPerNode)"
+            Finding(
+                id="kubeflow.idle-gpus",
+                message=f"this pod sees {gpus} GPUs but the PyTorchJob starts one process per "
+                "pod, so all but one GPU stay idle",
+                fix=f"run torchrun --nproc_per_node={gpus} in the pod (nprocPerNode)",
+            )
         ]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from clusterenv._finding import Finding
 from clusterenv._gpu import gpu_fields
 from clusterenv._reader import EnvReader, GpuProbe
 from clusterenv._spec import ResourceSpec, Role, Source
@@ -54,15 +55,18 @@ class LocalDetector(Detector):
 
     def diagnose(
         self, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]
-    ) -> list[str]:
+    ) -> list[Finding]:
         given = [name for name in CONTRACT if name in env]
         if spec.source is not self.source or not given or len(given) == len(CONTRACT):
             return []
         missing = [name for name in CONTRACT if name not in env]
         return [
-            f"{', '.join(given)} set but not {', '.join(missing)}: not a complete env:// "
-            "launch, so this is read as a local run. Fix: set all six in every process, or "
-            "unset them"
+            Finding(
+                id="local.incomplete-env-contract",
+                message=f"{', '.join(given)} set but not {', '.join(missing)}: not a complete "
+                "env:// launch, so this is read as a local run",
+                fix="set all six in every process, or unset them",
+            )
         ]
 
 

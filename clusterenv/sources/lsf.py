@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
+from clusterenv._finding import Finding
 from clusterenv._gpu import gpu_fields
 from clusterenv._reader import MAX_HOST_LINES, EnvReader, GpuProbe, parse_integer
 from clusterenv._safe import shorten
@@ -138,7 +139,7 @@ class LsfDetector(Detector):
 
     def diagnose(
         self, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]
-    ) -> list[str]:
+    ) -> list[Finding]:
         return uneven_slots(spec, "LSF span[ptile=P]") if spec.source is self.source else []
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from clusterenv._finding import Finding
 from clusterenv._gpu import gpu_fields
 from clusterenv._reader import EnvReader, GpuProbe
 from clusterenv._spec import ResourceSpec, Source
@@ -92,22 +93,28 @@ class MpiDetector(Detector):
 
     def diagnose(
         self, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]
-    ) -> list[str]:
+    ) -> list[Finding]:
         if spec.source is not self.source:
             return []
         warnings = [
-            f"mpirun inside a {other.name} job: no MPI variable names the node, so "
-            "each rank's node is derived assuming the same number of ranks per node. Fix: "
-            f"{other.hints.mpi}"
+            Finding(
+                id="mpi.nodes-derived",
+                message=f"mpirun inside a {other.name} job: no MPI variable names the node, so "
+                "each rank's node is derived assuming the same number of ranks per node",
+                fix=other.hints.mpi,
+            )
             for other in present
             if other.hints.mpi
         ]
         if spec.job_id is None and spec.world_size > 1 and "MASTER_PORT" not in env:
             # MPICH's hydra names no job to derive a port from.
             warnings.append(
-                "neither MASTER_PORT nor a job id is set, so the ranks meet on the default port "
-                f"{spec.master_port}; two such jobs on one node collide. Fix: export "
-                "MASTER_PORT (a port unique to the job) to every rank"
+                Finding(
+                    id="mpi.default-port",
+                    message="neither MASTER_PORT nor a job id is set, so the ranks meet on the "
+                    f"default port {spec.master_port}; two such jobs on one node collide",
+                    fix="export MASTER_PORT (a port unique to the job) to every rank",
+                )
             )
         return warnings
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from clusterenv._finding import Finding
 from clusterenv._gpu import gpu_fields
 from clusterenv._reader import EnvReader, GpuProbe
 from clusterenv._safe import shorten
@@ -78,7 +79,7 @@ class PbsDetector(Detector):
 
     def diagnose(
         self, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]
-    ) -> list[str]:
+    ) -> list[Finding]:
         if spec.source is not self.source:
             return []
         return uneven_slots(spec, "PBS select=N:mpiprocs=P, Torque nodes=N:ppn=P")

@@ -9,6 +9,7 @@ are described, its hints and diagnostics exist, and its docs page is there.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import ItemsView, Iterator, Mapping
 from pathlib import Path
 
@@ -114,8 +115,12 @@ def test_roles_are_described_and_diagnosed(source: Source, launch: Launch) -> No
     assert "{" not in described
     if spec.role is Role.BATCH:
         assert detector.launcher, "a job script's warning names the command that starts ranks"
-    warnings = diagnose(spec, launch)
-    assert all(isinstance(warning, str) and "Fix:" in warning for warning in warnings)
+    for warning in diagnose(spec, launch):  # ids: "<what>" or "<source>.<what>"
+        prefix, _, what = warning.id.rpartition(".")
+        assert re.fullmatch(r"[a-z0-9-]+", what), warning.id
+        assert prefix in ("", *(s.value for s in Source)), warning.id
+        assert warning.message
+        assert warning.fix
     assert detector in present(launch)
 
 

@@ -46,7 +46,7 @@ def test_an_incomplete_contract_is_local_with_a_warning() -> None:
     spec = detect(env)
     assert spec.source.value == "local"
     (warning,) = diagnose(spec, env)
-    assert "not LOCAL_WORLD_SIZE: not a complete env:// launch" in warning
+    assert "not LOCAL_WORLD_SIZE: not a complete env:// launch" in str(warning)
 
 
 def test_a_node_rank_that_disagrees_is_an_error() -> None:

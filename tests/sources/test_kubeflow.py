@@ -55,7 +55,7 @@ def test_operator_1_7_pods_are_nodes_of_nproc_per_node_processes() -> None:
     env = kubeflow_env(4, 1, nproc_per_node=2)
     spec = detect(env)
     assert fields(spec, expected) == expected
-    assert any("`torchrun python train.py`" in warning for warning in diagnose(spec, env))
+    assert any("`torchrun python train.py`" in str(warning) for warning in diagnose(spec, env))
     assert detect(kubeflow_env(4, 1, nproc_per_node=1)).role.value == "rank"
 
 

@@ -237,7 +237,9 @@ def test_a_batch_step_with_ntasks_reports_the_tasks_and_warns_when_uneven() -> N
     env = slurm_env(2, [8, 4], step="batch") | {"SLURM_GPUS_ON_NODE": "8"}
     spec = detect(env)
     assert (spec.world_size, spec.devices_per_node) == (12, 8)
-    assert any("placed unevenly (SLURM_TASKS_PER_NODE='8,4')" in w for w in diagnose(spec, env))
+    assert any(
+        "placed unevenly (SLURM_TASKS_PER_NODE='8,4')" in str(w) for w in diagnose(spec, env)
+    )
 
 
 def test_a_batch_step_that_sees_gpus_without_gres_starts_one_rank_per_gpu() -> None:
@@ -279,7 +281,7 @@ def test_a_heterogeneous_salloc_shell_describes_component_0() -> None:
     spec = detect(env)
     assert (spec.role.value, spec.num_nodes, spec.hostnames) == ("shell", 2, ("cn001", "cn002"))
     assert any(
-        "heterogeneous job: this describes its component 0" in w for w in diagnose(spec, env)
+        "heterogeneous job: this describes its component 0" in str(w) for w in diagnose(spec, env)
     )
 
 

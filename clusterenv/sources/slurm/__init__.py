@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from clusterenv._finding import Finding
 from clusterenv._gpu import visible_gpus
 from clusterenv._reader import EnvReader, GpuProbe, parse_integer
 from clusterenv._safe import shorten
@@ -114,69 +115,86 @@ class SlurmDetector(Detector):
 
     def diagnose(
         self, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]
-    ) -> list[str]:
-        warnings = []
-        ours = spec.source is self.source and spec.role is Role.RANK
-        if ours and spec.gpus_per_node and spec.devices_per_node != spec.gpus_per_node:
-            warnings.append(
-                f"{spec.devices_per_node} tasks on this node but {spec.gpus_per_node} GPUs: "
-                f"Lightning expects one task per GPU. Fix: --ntasks-per-node={spec.gpus_per_node}"
-            )
-        if "SLURM_NTASKS" in env and "SLURM_NTASKS_PER_NODE" not in env and spec.num_nodes > 1:
-            warnings.append(
-                "--ntasks without --ntasks-per-node: Slurm may spread tasks unevenly and "
-                "Lightning's own SLURMEnvironment refuses the job. Fix: use --ntasks-per-node"
-            )
+    ) -> list[Finding]:
+        ours = spec.source is self.source
+        found = []
+
+        def warn(condition: bool, what: str, message: str, fix: str) -> None:
+            if condition:
+                found.append(Finding(id=f"slurm.{what}", message=message, fix=fix))
+
+        warn(
+            ours
+            and spec.role is Role.RANK
+            and spec.gpus_per_node > 0
+            and spec.devices_per_node != spec.gpus_per_node,
+            "tasks-not-gpus",
+            f"{spec.devices_per_node} tasks on this node but {spec.gpus_per_node} GPUs: "
+            "Lightning expects one task per GPU",
+            f"--ntasks-per-node={spec.gpus_per_node}",
+        )
+        warn(
+            "SLURM_NTASKS" in env and "SLURM_NTASKS_PER_NODE" not in env and spec.num_nodes > 1,
+            "ntasks-without-per-node",
+            "--ntasks without --ntasks-per-node: Slurm may spread tasks unevenly and "
+            "Lightning's own SLURMEnvironment refuses the job",
+            "use --ntasks-per-node",
+        )
         step_tasks = env.get("SLURM_STEP_TASKS_PER_NODE", "")
-        if (
-            spec.source is not self.source
+        inner = next((d for d in present if d.source is spec.source), None)
+        launcher = inner.launcher if inner and inner.launcher else spec.source.value
+        warn(
+            not ours
             and spec.role is Role.RANK
             and "SLURM_STEP_ID" in env
-            and step_tasks not in ("", "1")
-        ):
-            inner = next((d for d in present if d.source is spec.source), None)
-            launcher = inner.launcher if inner else spec.source.value
-            warnings.append(
-                f"{launcher} runs inside an srun step with SLURM_STEP_TASKS_PER_NODE="
-                f"{shorten(step_tasks)!r}: every task starts its own {launcher} (a double launch). "
-                "Fix: srun --ntasks-per-node=1"
-            )
-        if spec.master_port in _COMMON_PORTS and "MASTER_PORT" in env:
-            warnings.append(
-                f"MASTER_PORT={shorten(env['MASTER_PORT'])!r} is a common default; two jobs on "
-                "one node will collide. Fix: unset MASTER_PORT and clusterenv derives one from "
-                "the job id"
-            )
-        if spec.source is self.source and spec.role is Role.BATCH and "SLURM_NTASKS" in env:
-            layout = env.get("SLURM_TASKS_PER_NODE", "")
-            if spec.world_size != spec.num_nodes * spec.devices_per_node:
-                warnings.append(
-                    f"the job's {spec.world_size} tasks are placed unevenly "
-                    f"(SLURM_TASKS_PER_NODE={shorten(layout)!r}), which Lightning cannot "
-                    "train on. Fix: --ntasks-per-node instead of --ntasks"
-                )
+            and step_tasks not in ("", "1"),
+            "double-launch",
+            f"{launcher} runs inside an srun step with SLURM_STEP_TASKS_PER_NODE="
+            f"{shorten(step_tasks)!r}: every task starts its own {launcher} (a double launch)",
+            "srun --ntasks-per-node=1",
+        )
+        warn(
+            spec.master_port in _COMMON_PORTS and "MASTER_PORT" in env,
+            "common-port",
+            f"MASTER_PORT={shorten(env.get('MASTER_PORT', ''))!r} is a common default; two jobs "
+            "on one node will collide",
+            "unset MASTER_PORT and clusterenv derives one from the job id",
+        )
+        warn(
+            ours
+            and spec.role is Role.BATCH
+            and "SLURM_NTASKS" in env
+            and spec.world_size != spec.num_nodes * spec.devices_per_node,
+            "uneven-batch",
+            f"the job's {spec.world_size} tasks are placed unevenly (SLURM_TASKS_PER_NODE="
+            f"{shorten(env.get('SLURM_TASKS_PER_NODE', ''))!r}), which Lightning cannot train on",
+            "--ntasks-per-node instead of --ntasks",
+        )
         cpus, tres = env.get("SLURM_CPUS_PER_TASK"), env.get("SLURM_TRES_PER_TASK", "")
         tres_cpus = next((i for i in tres.split(",") if i.startswith(("cpu=", "cpu:"))), None)
-        if cpus is not None and tres_cpus is not None and tres_cpus[4:] != cpus.strip():
-            warnings.append(
-                f"SLURM_CPUS_PER_TASK={shorten(cpus)!r} contradicts SLURM_TRES_PER_TASK="
-                f"{shorten(tres)!r}: srun (23.11+) then stops with 'cpus_per_task set by two "
-                "different environment variables'. Fix: pass --cpus-per-task to srun, or do "
-                "not export SLURM_CPUS_PER_TASK by hand"
-            )
-        if "SLURM_JOB_NODELIST" not in env and "SLURM_JOB_NODELIST_HET_GROUP_0" in env:
-            warnings.append(
-                "a heterogeneous job: this describes its component 0, what a plain srun "
-                "starts. Fix: srun --het-group=N for another component"
-            )
+        warn(
+            cpus is not None and tres_cpus is not None and tres_cpus[4:] != cpus.strip(),
+            "cpus-per-task-clash",
+            f"SLURM_CPUS_PER_TASK={shorten(cpus or '')!r} contradicts SLURM_TRES_PER_TASK="
+            f"{shorten(tres)!r}: srun (23.11+) then stops with 'cpus_per_task set by two "
+            "different environment variables'",
+            "pass --cpus-per-task to srun, or do not export SLURM_CPUS_PER_TASK by hand",
+        )
+        warn(
+            "SLURM_JOB_NODELIST" not in env and "SLURM_JOB_NODELIST_HET_GROUP_0" in env,
+            "het-component-0",
+            "a heterogeneous job: this describes its component 0, what a plain srun starts",
+            "srun --het-group=N for another component",
+        )
         job_name = env.get("SLURM_JOB_NAME")
-        if job_name in ("bash", "interactive") and spec.role is Role.RANK and spec.world_size > 1:
-            warnings.append(
-                f"SLURM_JOB_NAME={job_name!r}: Lightning's own SLURM detection then treats "
-                "every task as rank 0. Fix: pass clusterenv's cluster environment to the "
-                "Trainer, or name the job (--job-name)"
-            )
-        return warnings
+        warn(
+            job_name in ("bash", "interactive") and spec.role is Role.RANK and spec.world_size > 1,
+            "job-name",
+            f"SLURM_JOB_NAME={job_name!r}: Lightning's own SLURM detection then treats every "
+            "task as rank 0",
+            "pass clusterenv's cluster environment to the Trainer, or name the job (--job-name)",
+        )
+        return found
 
     def _step(self, reader: EnvReader) -> tuple[Fields, int | None]:
         """One task of an srun step: the step's geometry, this task's ranks."""

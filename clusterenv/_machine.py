@@ -1,0 +1,99 @@
+"""Where a process runs and with what: the facts `inspect` shows and `capture` records
+beside the variables, so that a report read on another machine is the same report.
+
+Everything here is cheap and torch-free: package versions come from their metadata
+(``torch 2.13.0+rocm6.2`` names the GPU runtime a wheel was built for), GPUs from the
+probe, CPUs from the affinity mask.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+from collections.abc import Mapping
+from importlib import metadata
+
+from pydantic import BaseModel, ConfigDict
+
+from clusterenv._cpu import probe_cpus
+from clusterenv._gpu import inventory
+from clusterenv._reader import GpuProbe
+from clusterenv._safe import redact_value
+from clusterenv._spec import GpuInventory
+
+__all__ = ["NETWORK_PREFIXES", "Machine", "collect_machine", "network_variables"]
+
+#: The packages whose versions a bug report needs (those installed are listed).
+PACKAGES = ("clusterenv", "pydantic", "torch", "lightning", "pytorch_lightning", "mpi4py")
+#: Variables that decide whether rendezvous and collectives find each other: the main
+#: address, the interfaces NCCL/Gloo bind, NCCL's and libfabric's transports.
+NETWORK_PREFIXES = ("MASTER_", "NCCL_", "GLOO_", "TORCH_NCCL_", "TORCH_DISTRIBUTED_", "FI_", "UCX_")
+_NETWORK_SUFFIXES = ("_SOCKET_IFNAME",)
+
+
+class Machine(BaseModel):
+    """The machine a report describes; ``None`` where it was not recorded."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    host: str | None = None
+    os: str | None = None
+    python: str | None = None
+    #: Installed versions of :data:`PACKAGES` (absent ones left out).
+    packages: dict[str, str] = {}
+    #: What the GPU probe found; ``None``: not recorded (a plain environment dump).
+    gpus: GpuInventory | None = None
+    cpus: int | None = None
+    #: The CPUs this process may run on (its affinity mask), as a count and a list.
+    affinity: int | None = None
+    affinity_list: str | None = None
+
+
+def _versions() -> dict[str, str]:
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def _ranges(cpus: list[int]) -> str:
+    """``0-3,8`` for CPUs 0, 1, 2, 3 and 8."""
+    spans: list[list[int]] = []
+    for cpu in sorted(cpus):
+        if spans and cpu == spans[-1][1] + 1:
+            spans[-1][1] = cpu
+        else:
+            spans.append([cpu, cpu])
+    return ",".join(f"{a}-{b}" if b > a else str(a) for a, b in spans)
+
+
+def collect_machine(gpu_probe: GpuProbe) -> Machine:
+    """This machine, this process: host, OS, Python, packages, GPUs, CPUs."""
+    gpus = inventory(gpu_probe)
+    try:
+        mask = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        mask = []
+    return Machine(
+        host=socket.gethostname(),
+        os=platform.platform(),
+        python=platform.python_version(),
+        packages=_versions(),
+        gpus=gpus,
+        cpus=os.cpu_count(),
+        affinity=probe_cpus(),
+        affinity_list=_ranges(mask) or None,
+    )
+
+
+def is_network(name: str) -> bool:
+    return name.startswith(NETWORK_PREFIXES) or name.endswith(_NETWORK_SUFFIXES)
+
+
+def network_variables(env: Mapping[str, str]) -> dict[str, str]:
+    """The variables of ``env`` that decide rendezvous and collectives, sorted, redacted."""
+    return {name: redact_value(name, env[name]) for name in sorted(env) if is_network(name)}

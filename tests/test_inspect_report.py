@@ -1,0 +1,168 @@
+"""`clusterenv inspect` as the report people paste into bug trackers: complete, faithful
+when read back on another machine, never cut, with a stable JSON schema."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from clusterenv import GpuInventory, GpuVendor
+from clusterenv._cli import main
+from clusterenv._cli._report import InspectReport
+from clusterenv._machine import Machine
+from clusterenv.testing import slurm_env, torchrun_env
+
+SCHEMA = Path(__file__).parents[1] / "docs" / "schema" / "inspect-v1.json"
+CAPTURES = Path(__file__).parent / "data" / "captures"
+LUMI_NODE = Machine(
+    host="nid005001",
+    os="Linux-5.14.21-x86_64-with-glibc2.31",
+    python="3.11.7",
+    packages={"clusterenv": "0.1.0", "pydantic": "2.9.2", "torch": "2.6.0+rocm6.2"},
+    gpus=GpuInventory(vendor=GpuVendor.AMD, devices=tuple("01234567"), models=("gfx90a",) * 8),
+    cpus=128,
+    affinity=7,
+    affinity_list="1-7",
+)
+
+
+def _never() -> Any:
+    raise AssertionError("an env file was read with this machine's probes")
+
+
+@pytest.fixture
+def on_machine(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Run the CLI as if on ``machine``, with ``env`` as the process's environment."""
+
+    def apply(machine: Machine | None, env: dict[str, str]) -> None:
+        collect = (lambda probe: machine) if machine else (lambda probe: _never())
+        monkeypatch.setattr("clusterenv._cli.collect_machine", collect)
+        monkeypatch.setattr("clusterenv._cli._report.collect_machine", collect)
+        gpus, cpus = (lambda: machine.gpus, lambda: machine.affinity) if machine else (_never,) * 2
+        monkeypatch.setattr("clusterenv._detect.probe_gpus", gpus)
+        monkeypatch.setattr("clusterenv._detect.probe_cpus", cpus)
+        for name in list(os.environ):
+            monkeypatch.delenv(name)
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+
+    return apply
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    assert main(list(argv)) in (0, 1)
+    return capsys.readouterr().out
+
+
+def _real_task(name: str) -> dict[str, str]:
+    """One task's variables from a real launch (tests/data/captures/)."""
+    env: dict[str, str] = json.loads((CAPTURES / f"{name}.json").read_text())["tasks"][0]["env"]
+    return env
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        _real_task("slurm-24.11/amd-gpus-per-task"),
+        _real_task("torchrun-static-2-nodes") | {"NCCL_SOCKET_IFNAME": "hsn0"},
+        slurm_env(2, 4, 5, cpus_per_task=7) | {"FI_PROVIDER": "cxi"},
+    ],
+    ids=["slurm-24.11-amd", "torchrun", "slurm-cpus"],
+)
+def test_a_capture_gives_the_same_report_on_another_machine(
+    env: dict[str, str], on_machine: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    on_machine(LUMI_NODE, env)
+    live = {form: _run(capsys, "inspect", *form) for form in [(), ("--markdown",), ("--json",)]}
+    capture = tmp_path / "capture.json"
+    capture.write_text(_run(capsys, "capture"))
+    on_machine(None, {"PATH": os.defpath})  # a laptop whose probes must not be asked
+    for form in [(), ("--markdown",)]:
+        assert _run(capsys, "inspect", "--env-file", str(capture), *form) == live[form]
+    replayed = json.loads(_run(capsys, "inspect", "--json", "--env-file", str(capture)))
+    original = json.loads(live[("--json",)])
+    assert replayed.pop("origin") == "env-file"
+    assert original.pop("origin") == "process"
+    replayed.pop("generated_at"), original.pop("generated_at")
+    assert replayed == original
+    assert "nid005001" in live[()]
+    assert original["machine"]["gpus"]["vendor"] == "amd"
+
+
+def test_a_plain_dump_says_gpus_were_not_recorded(
+    on_machine: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    on_machine(None, {})
+    dump = tmp_path / "env.txt"
+    dump.write_text("".join(f"{k}={v}\n" for k, v in torchrun_env(1, 8, 3).items()))
+    out = _run(capsys, "inspect", "--env-file", str(dump))
+    assert "not recorded" in out
+    assert "GPUs/node     0" in out  # not the inspecting machine's
+    assert "--ntasks-per-node" not in out
+
+
+def test_the_json_validates_against_the_published_schema(
+    on_machine: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    generated = InspectReport.model_json_schema()
+    if os.environ.get("UPDATE_SNAPSHOTS") == "1":
+        SCHEMA.parent.mkdir(exist_ok=True)
+        SCHEMA.write_text(json.dumps(generated, indent=2, sort_keys=True) + "\n")
+    published = json.loads(SCHEMA.read_text())
+    assert published == generated, "the JSON schema changed: bump schema_version if a field "
+    "changed meaning, then UPDATE_SNAPSHOTS=1 pytest tests/test_inspect_report.py"
+    on_machine(LUMI_NODE, slurm_env(2, 2, step="batch", gpus_per_node=2))
+    data = json.loads(_run(capsys, "inspect", "--json"))
+    jsonschema.validate(data, published)
+    assert data["schema_version"] == 1
+    assert data["warnings"][0] == {
+        "id": "batch-step",
+        "message": "this is the batch step of an sbatch script (job 4242): one process, not "
+        "the ranks",
+        "fix": "start them with `srun python train.py` (or `srun clusterenv inspect`)",
+    }
+    assert data["origins"]["master_port"] == [{"variable": "SLURM_JOB_ID", "value": "4242"}]
+
+
+def test_the_text_report_wraps_and_never_cuts(
+    on_machine: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hosts = [f"node-{word}" for word in ("alpha", "bravo", "charlie", "delta", "echo", "fox")]
+    env = slurm_env(6, 1, 5, nodelist=",".join(hosts)) | {
+        "NCCL_SOCKET_IFNAME": "=" + ",".join(f"hsn{i}" for i in range(40)),
+        "MASTER_ADDR": "a-rather-long-fully-qualified-name.compute.cluster.example.org",
+    }
+    on_machine(LUMI_NODE, env)
+    out = _run(capsys, "inspect")
+    assert all(len(line) <= 80 for line in out.splitlines())
+    joined = "".join(line.strip() for line in out.splitlines())
+    for value in (*hosts, env["MASTER_ADDR"], "hsn39"):
+        assert value in joined
+    assert "…" not in out
+
+
+def test_markdown_escapes_what_would_break_a_table(
+    on_machine: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    on_machine(LUMI_NODE, slurm_env(1, 1) | {"SLURM_JOB_NAME": "a|b", "NCCL_DEBUG": "x`y|z"})
+    out = _run(capsys, "inspect", "--markdown")
+    assert out.startswith("### clusterenv ")
+    assert "| field | value | from |" in out
+    assert "`` NCCL_DEBUG=x`y\\|z ``" in out
+    rows = [line for line in out.splitlines() if line.startswith("| ")]
+    assert all(line.count(" | ") - line.count("\\| ") >= 1 for line in rows)
+
+
+def test_a_workstation_is_not_told_to_use_srun(
+    on_machine: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    on_machine(LUMI_NODE, {})
+    assert main(["probe"]) == 2
+    error = capsys.readouterr().err
+    assert "torchrun" in error
+    assert "srun" not in error
