@@ -8,17 +8,16 @@ from typing import Any, TypeVar
 
 from clusterenv._detect import explain_environment
 from clusterenv._diagnose import launcher_for
-from clusterenv._spec import Accelerator, GpuVendor, ResourceSpec, Role
+from clusterenv._spec import Accelerator, ResourceSpec, Role
+from clusterenv.config import accelerator
 from clusterenv.exceptions import ClusterEnvError, LaunchMismatchError
 from clusterenv.lightning._checks import check_gpu_visible, check_launch, count, where
 from clusterenv.lightning._environment import Package, cluster_environment
 
 __all__ = [
     "Devices",
-    "accelerator",
     "add_trainer_args",
     "fabric_kwargs",
-    "num_workers",
     "parse_devices",
     "trainer_kwargs",
 ]
@@ -102,22 +101,6 @@ def _kwargs(
         "plugins": [cluster_environment(spec, package=package)],
         **overrides,
     }
-
-
-def accelerator(spec: ResourceSpec) -> str:
-    """Lightning's accelerator name: ``cuda`` for NVIDIA and AMD GPUs (PyTorch's ROCm build
-    is ``torch.cuda``), ``xpu`` for Intel's (registered by an XPU plugin for Lightning,
-    not by Lightning itself), else ``cpu``."""
-    if spec.accelerator is not Accelerator.GPU:
-        return "cpu"
-    return "xpu" if spec.gpu_vendor is GpuVendor.INTEL else "cuda"
-
-
-def num_workers(spec: ResourceSpec | None = None) -> int:
-    """A DataLoader ``num_workers`` for this rank: its CPUs less one for the training
-    process itself (0: load in the training process). Detects the spec when not given."""
-    cpus = (spec or explain_environment().spec).cpus_per_rank
-    return max(0, (cpus or 1) - 1)
 
 
 def parse_devices(value: Devices) -> int | list[int] | None:

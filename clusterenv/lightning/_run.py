@@ -14,6 +14,7 @@ from typing import Any
 
 from clusterenv._detect import explain_environment
 from clusterenv._spec import Accelerator, ResourceSpec
+from clusterenv.config import register_resolver
 from clusterenv.lightning._environment import ENVIRONMENTS, Package, import_module
 from clusterenv.lightning._kwargs import trainer_kwargs
 
@@ -86,7 +87,11 @@ def _merge(spec: ResourceSpec, package: Package, given: dict[str, Any]) -> dict[
 
 def run_script(target: str, args: Sequence[str], *, module: bool = False) -> None:
     """Run a script (or ``module`` with ``-m`` semantics) as ``__main__`` under
-    :func:`follow_allocation`, with ``sys.argv`` set to ``[target, *args]``."""
+    :func:`follow_allocation`, with ``sys.argv`` set to ``[target, *args]``. Where OmegaConf
+    is installed, ``${clusterenv:...}`` resolves in the script's configs
+    (:mod:`clusterenv.config`)."""
+    if importlib.util.find_spec("omegaconf") is not None:
+        register_resolver()
     saved = sys.argv
     sys.argv = [target, *args]
     try:
