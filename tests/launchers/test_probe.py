@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -142,7 +143,8 @@ def test_a_port_held_by_another_program_is_named() -> None:
     [
         (slurm_env(nodes=2, step="batch"), "not one rank of a launch (role batch)", "srun"),
         ({"LSB_JOBID": "42", "LSB_MCPU_HOSTS": "h1 2 h2 2"}, "role batch", "jsrun"),
-        ({"CUDA_VISIBLE_DEVICES": ""}, "role standalone", "srun"),
+        # a workstation has no scheduler: torchrun, never srun
+        ({"CUDA_VISIBLE_DEVICES": ""}, "role standalone", "torchrun --nproc_per_node=N -m"),
     ],
 )
 def test_a_process_that_is_not_a_rank_is_told_how_to_run_the_probe(
@@ -152,6 +154,7 @@ def test_a_process_that_is_not_a_rank_is_told_how_to_run_the_probe(
     assert code == 2
     assert words in out
     assert f"{launcher} clusterenv probe" in out
+    assert bool(re.search(r"\bsrun\b", out)) == (launcher == "srun")
 
 
 def test_a_single_rank_is_fine() -> None:
