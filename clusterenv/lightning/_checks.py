@@ -39,15 +39,15 @@ def check_launch(
         raise LaunchMismatchError(
             f"{whose}num_nodes={num_nodes} contradicts {where(spec)}, which runs on "
             f"{spec.num_nodes} node(s){origin('num_nodes')}",
-            hint=f"let num_nodes follow the launch: leave it unset (neural-lam: no --num_nodes; "
-            f"a Hydra/OmegaConf config: ${{clusterenv:num_nodes}}), or {hints.num_nodes}",
+            hint="let num_nodes follow the launch: leave it unset (in a Hydra/OmegaConf config: "
+            f"${{clusterenv:num_nodes}}), or {hints.num_nodes}",
         )
     if devices != spec.devices_per_node:
         raise LaunchMismatchError(
             f"{whose}devices={devices} per node contradicts {where(spec)}, which started "
             f"{spec.devices_per_node} rank(s) on this node{origin('devices_per_node')}",
-            hint=f"let devices follow the launch: leave it unset (neural-lam: --devices auto; "
-            f"a Hydra/OmegaConf config: ${{clusterenv:devices_per_node}}), or {hints.devices}",
+            hint="let devices follow the launch: leave it unset (in a Hydra/OmegaConf config: "
+            f"${{clusterenv:devices_per_node}}), or {hints.devices}",
         )
 
 

@@ -30,8 +30,13 @@ CLUSTERS = {
 #: Set to 1 to leave the clusters up after the session, for fast local re-runs.
 KEEP = os.environ.get("CLUSTERENV_KEEP_SLURM") == "1"
 
-# The end-to-end neural-lam runs need neural-lam, which only `nox -s neural-lam` installs.
-collect_ignore = [] if importlib.util.find_spec("neural_lam") else ["neural_lam"]
+# The end-to-end framework runs need the framework, which only its own nox session
+# (`nox -s neural-lam`, `nox -s anemoi`) installs.
+collect_ignore = [
+    folder
+    for folder, module in (("neural_lam", "neural_lam"), ("anemoi", "anemoi"))
+    if importlib.util.find_spec(module) is None
+]
 
 
 def _install_debian_packages() -> None:
