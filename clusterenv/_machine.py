@@ -19,8 +19,9 @@ from pydantic import BaseModel, ConfigDict
 from clusterenv._cpu import probe_cpus
 from clusterenv._gpu import inventory
 from clusterenv._reader import GpuProbe
-from clusterenv._safe import redact_value
+from clusterenv._safe import redact_value, shorten
 from clusterenv._spec import GpuInventory
+from clusterenv.sources import present
 
 __all__ = ["NETWORK_PREFIXES", "Machine", "collect_machine", "network_variables"]
 
@@ -48,6 +49,9 @@ class Machine(BaseModel):
     #: The CPUs this process may run on (its affinity mask), as a count and a list.
     affinity: int | None = None
     affinity_list: str | None = None
+    #: The version of each scheduler and launcher present (by source: the first line its
+    #: ``version_command`` prints), where the command is installed.
+    launchers: dict[str, str] = {}
 
 
 def _versions() -> dict[str, str]:
@@ -71,8 +75,29 @@ def _ranges(cpus: list[int]) -> str:
     return ",".join(f"{a}-{b}" if b > a else str(a) for a, b in spans)
 
 
-def collect_machine(gpu_probe: GpuProbe) -> Machine:
-    """This machine, this process: host, OS, Python, packages, GPUs, CPUs."""
+def _launcher_versions(env: Mapping[str, str]) -> dict[str, str]:
+    import shutil  # noqa: PLC0415 - only for inspect and capture, never for detection
+    import subprocess  # noqa: PLC0415
+
+    versions = {}
+    for detector in present(env):
+        command = detector.version_command
+        if not command or shutil.which(command[0]) is None:
+            continue
+        try:  # bounded: a hung launcher must not hang the report
+            result = subprocess.run(command, capture_output=True, text=True, timeout=5)
+        except (OSError, subprocess.SubprocessError):
+            continue
+        lines = (line.strip() for line in result.stdout.splitlines())
+        first = next((line for line in lines if line), "")
+        if result.returncode == 0 and first:  # srun without a config says only errors
+            versions[detector.source.value] = shorten(first, 120)
+    return versions
+
+
+def collect_machine(gpu_probe: GpuProbe, env: Mapping[str, str]) -> Machine:
+    """This machine, this process: host, OS, Python, packages, GPUs, CPUs, and the versions
+    of the schedulers and launchers ``env`` comes from."""
     gpus = inventory(gpu_probe)
     try:
         mask = sorted(os.sched_getaffinity(0))
@@ -87,6 +112,7 @@ def collect_machine(gpu_probe: GpuProbe) -> Machine:
         cpus=os.cpu_count(),
         affinity=probe_cpus(),
         affinity_list=_ranges(mask) or None,
+        launchers=_launcher_versions(env),
     )
 
 

@@ -14,7 +14,7 @@ import pytest
 from clusterenv import GpuInventory, GpuVendor
 from clusterenv._cli import main
 from clusterenv._cli._report import InspectReport
-from clusterenv._machine import Machine
+from clusterenv._machine import Machine, collect_machine
 from clusterenv.testing import slurm_env, torchrun_env
 
 SCHEMA = Path(__file__).parents[1] / "docs" / "schema" / "inspect-v1.json"
@@ -40,7 +40,7 @@ def on_machine(monkeypatch: pytest.MonkeyPatch) -> Any:
     """Run the CLI as if on ``machine``, with ``env`` as the process's environment."""
 
     def apply(machine: Machine | None, env: dict[str, str]) -> None:
-        collect = (lambda probe: machine) if machine else (lambda probe: _never())
+        collect = (lambda probe, env: machine) if machine else (lambda probe, env: _never())
         monkeypatch.setattr("clusterenv._cli.collect_machine", collect)
         monkeypatch.setattr("clusterenv._cli._report.collect_machine", collect)
         gpus, cpus = (lambda: machine.gpus, lambda: machine.affinity) if machine else (_never,) * 2
@@ -166,3 +166,21 @@ def test_a_workstation_is_not_told_to_use_srun(
     error = capsys.readouterr().err
     assert "torchrun" in error
     assert "srun" not in error
+
+
+def test_the_machine_names_the_launchers_versions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first line of each present source's version command; one that fails (srun
+    without a Slurm config prints only errors) is left out."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "srun").write_text("#!/bin/sh\necho 'slurm 24.11.5'\n")
+    (tools / "mpirun").write_text("#!/bin/sh\necho 'mpirun: error: no config' >&2\nexit 1\n")
+    for tool in tools.iterdir():
+        tool.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tools))
+    env = slurm_env(1, 1) | {"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "1"}
+    machine = collect_machine(GpuInventory, env)
+    assert machine.launchers == {"slurm": "slurm 24.11.5"}
+    assert collect_machine(GpuInventory, {}).launchers == {}

@@ -249,7 +249,7 @@ def _main(args: argparse.Namespace) -> int:
     given = read_env_file(args.env_file) if args.env_file else None
     if args.command == "capture":
         if given is None:
-            given = EnvFile(dict(os.environ), {}, collect_machine(probe_gpus))
+            given = EnvFile(dict(os.environ), {}, collect_machine(probe_gpus, os.environ))
         print(json.dumps(capture(given.env, given.machine), indent=2))
         return 0
     if given is None:

@@ -89,6 +89,7 @@ def _machine_rows(report: InspectReport) -> tuple[str, list[_Row]]:
         ("python", machine.python or "-", ""),
         ("packages", packages or "-", ""),
         ("GPUs", shown, ""),
+        ("launchers", "; ".join(f"{k}: {v}" for k, v in machine.launchers.items()) or "-", ""),
         (
             "CPUs",
             f"{machine.cpus or '-'}, this process may use {machine.affinity or '-'}{affinity}",

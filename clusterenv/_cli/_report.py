@@ -99,7 +99,7 @@ def inspect_report(
 
 def live_report(env: Mapping[str, str], lightning: str | None = None) -> InspectReport:
     """The report for this process, on this machine."""
-    return _build(env, {}, collect_machine(probe_gpus), "process", lightning)
+    return _build(env, {}, collect_machine(probe_gpus, env), "process", lightning)
 
 
 def _build(

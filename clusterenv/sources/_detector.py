@@ -66,6 +66,9 @@ class Detector(ABC):
     #: Lightning's ``ClusterEnvironment`` subclass that the adapter's plugin extends:
     #: ``SLURMEnvironment`` gets Lightning's auto-requeue signal handler.
     lightning_base: ClassVar[str] = "ClusterEnvironment"
+    #: A command whose first line of output names the scheduler's or launcher's version
+    #: (for `clusterenv inspect`); empty where the packages' versions say it (torchrun).
+    version_command: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def present(self, env: Mapping[str, str]) -> bool:

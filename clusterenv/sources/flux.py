@@ -29,6 +29,7 @@ class FluxDetector(Detector):
     variables = ("FLUX_",)
     launch_keys = ("FLUX_JOB_ID",)
     launcher = "flux run"
+    version_command = ("flux", "version")  # "commands:    0.62.0"
     hints = Hints(
         num_nodes="change flux run -N",
         devices="change flux run --tasks-per-node",

@@ -61,6 +61,7 @@ class LsfDetector(Detector):
     variables = ("LSB_", "LSF_", "JSM_")
     launch_keys = ("LSB_JOBID",)
     launcher = "jsrun"
+    version_command = ("lsid",)  # "IBM Spectrum LSF Standard 10.1.0.13, ..."
     roles = Roles(batch="the job script of an LSF job (job{job})")
     hints = Hints(
         num_nodes="change bsub -nnodes / jsrun -n",

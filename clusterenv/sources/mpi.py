@@ -53,6 +53,7 @@ class MpiDetector(Detector):
         "PMIX_NAMESPACE",
     )
     launcher = "mpirun"
+    version_command = ("mpirun", "--version")  # "mpirun (Open MPI) 4.1.4", "HYDRA build details:"
     hints = Hints(
         num_nodes="change the hosts mpirun starts ranks on (-H / --hostfile)",
         devices="change the ranks per node (mpirun --map-by ppr:N:node)",

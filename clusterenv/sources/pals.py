@@ -38,6 +38,7 @@ class PalsDetector(Detector):
     variables = ("PALS_", "PMI_RANK", "PMI_SIZE", "PMI_LOCAL_RANK", "PMI_LOCAL_SIZE", "PBS_JOBID")
     launch_keys = ("PALS_APID", "PBS_JOBID")
     launcher = "mpiexec"
+    version_command = ("mpiexec", "--version")
     hints = Hints(
         num_nodes="change mpiexec's hosts (-n / --ppn with the nodes of the PBS job)",
         devices="change mpiexec --ppn",

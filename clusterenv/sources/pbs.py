@@ -32,6 +32,7 @@ class PbsDetector(Detector):
     reason = "PBS_JOBID is set: inside a PBS / Torque job"
     variables = ("PBS_", "NCPUS")
     launcher = "mpirun"
+    version_command = ("qstat", "--version")  # "pbs_version = 2022.1.1"
     roles = Roles(batch="the job script of a PBS job (job{job})")
     hints = Hints(
         num_nodes="change the job's select=N (Torque: nodes=N)",

@@ -209,3 +209,5 @@ def test_inspect_json_in_every_task(tmp_path: Path, slurm_cluster: Slurm) -> Non
     assert {(spec["world_size"], spec["master_addr"], spec["master_port"]) for spec in specs} == {
         (4, "cn001", specs[0]["master_port"])
     }
+    versions = {report["machine"]["launchers"].get("slurm") for report in reports}
+    assert versions == {slurm_version(slurm_cluster)}, "inspect names the running Slurm"

@@ -61,6 +61,7 @@ class SlurmDetector(Detector):
         mpi="srun --mpi=pmix (Slurm then names the nodes), or keep --ntasks-per-node",
     )
     lightning_base = "SLURMEnvironment"
+    version_command = ("srun", "--version")  # "slurm 24.11.5"
 
     def present(self, env: Mapping[str, str]) -> bool:
         return "SLURM_JOB_ID" in env or "SLURM_JOBID" in env
