@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from clusterenv._finding import Finding
 from clusterenv._gpu import gpu_fields
-from clusterenv._reader import EnvReader, GpuProbe
+from clusterenv._reader import EnvReader, GpuProbe, parse_integer
 from clusterenv._safe import shorten
 from clusterenv._spec import ResourceSpec, Source
 from clusterenv.exceptions import InconsistentEnvironmentError
@@ -69,6 +69,7 @@ class PbsDetector(Detector):
             master_addr = hosts[0]
         return {
             **fields,
+            "cpus_per_rank": self._cpus(reader, fields["devices_per_node"]),
             "source": self.source,
             "master_addr": master_addr,
             "master_port": reader.port(
@@ -77,6 +78,17 @@ class PbsDetector(Detector):
             "job_id": job_id,
             **gpus,
         }
+
+    @staticmethod
+    def _cpus(reader: EnvReader, ranks_per_node: int) -> int | None:
+        """PBS Pro's ``NCPUS``: the CPUs requested for the node (its chunk's ``ncpus``),
+        shared by the node's ``mpiprocs`` ranks."""
+        found = reader.lookup("NCPUS")
+        if found is None:
+            return None
+        reader.note("cpus_per_rank", "NCPUS", "PBS_NODEFILE")
+        ncpus = parse_integer(*found, hint="PBS sets this to the job's ncpus per chunk")
+        return max(1, ncpus // ranks_per_node)
 
     def diagnose(
         self, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]

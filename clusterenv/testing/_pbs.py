@@ -16,11 +16,13 @@ def pbs_env(
     job_id: str = "4242.pbs01",
     hosts: Sequence[str] | None = None,
     torque: bool = False,
+    ncpus: int | None = None,
 ) -> Launch:
-    """The job script of ``qsub -l select=NODES:mpiprocs=PPN`` (``torque``: ``nodes=N:ppn=P``),
-    and its ``PBS_NODEFILE``: one line per slot, so each host appears ``ppn`` times."""
+    """The job script of ``qsub -l select=NODES:ncpus=NCPUS:mpiprocs=PPN`` (``torque``:
+    ``nodes=N:ppn=P``), and its ``PBS_NODEFILE``: one line per slot, so each host appears
+    ``ppn`` times. PBS Pro sets ``NCPUS`` to the chunk's ncpus (default ``ppn``)."""
     names = list(hosts or [f"node{i:02d}" for i in range(1, nodes + 1)])
-    positive("pbs_env", nodes=nodes, ppn=ppn)
+    positive("pbs_env", nodes=nodes, ppn=ppn, ncpus=ncpus)
     check(
         "pbs_env",
         len(names) == nodes,
@@ -34,7 +36,7 @@ def pbs_env(
         "PBS_NODEFILE": nodefile,
         "PBS_O_WORKDIR": "/home/user",
         "PBS_QUEUE": "workq",
-        "NCPUS": str(ppn),
+        "NCPUS": str(ncpus or ppn),
     }
     if torque:
         env |= {"PBS_NUM_NODES": str(nodes), "PBS_NUM_PPN": str(ppn), "PBS_NP": str(nodes * ppn)}

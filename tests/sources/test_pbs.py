@@ -8,7 +8,12 @@ from typing import Any
 
 import pytest
 
-from clusterenv import InconsistentEnvironmentError, InvalidVariableError, MissingVariableError
+from clusterenv import (
+    InconsistentEnvironmentError,
+    InvalidVariableError,
+    MissingVariableError,
+    detect_environment,
+)
 from clusterenv.sources._geometry import job_port
 from clusterenv.testing import Launch, mpich_env, openmpi_env, pbs_env
 from tests.envs import detect, fields
@@ -62,3 +67,17 @@ def test_wrong_but_common_environments(launch: Launch, error: type[Any], words: 
 
 def test_a_job_id_without_a_number_spreads_its_port() -> None:
     assert detect(pbs_env(1, 1, job_id="x.pbs01")).master_port == job_port("x.pbs01")
+
+
+def test_ncpus_is_shared_by_the_ranks_of_a_node() -> None:
+    """PBS Pro sets NCPUS to the CPUs requested for the node (the chunk's ncpus; User's
+    Guide, "Environment variables"); its mpiprocs ranks share them."""
+    launch = pbs_env(2, 4, ncpus=64)
+    spec = detect_environment(
+        launch, gpu_probe=tuple, cpu_probe=lambda: None, read_file=launch.read_file
+    )
+    assert spec.cpus_per_rank == 16
+    capped = detect_environment(
+        launch, gpu_probe=tuple, cpu_probe=lambda: 8, read_file=launch.read_file
+    )
+    assert capped.cpus_per_rank == 8  # the job's cpuset on this node allows fewer
