@@ -113,9 +113,15 @@ def _intel_drm(root: str) -> GpuInventory:
         if _read(os.path.join(device, "vendor")) == _INTEL and _read(
             os.path.join(device, "class")
         ).startswith(_INTEL_DATA_CENTRE_CLASS):
-            gpus.append(sum(gt.startswith("gt") for gt in _listdir(os.path.join(drm, card, "gt"))))
+            gpus.append(_tiles(os.path.join(drm, card)))
     devices = [f"{gpu}.{tile}" for gpu, tiles in enumerate(gpus) for tile in range(max(1, tiles))]
     return GpuInventory(vendor=GpuVendor.INTEL, devices=tuple(devices))
+
+
+def _tiles(card: str) -> int:
+    """A card's tiles: ``gt/gtN`` under the i915 driver, ``device/tileN`` under xe."""
+    i915 = sum(name.startswith("gt") for name in _listdir(os.path.join(card, "gt")))
+    return i915 or sum(name.startswith("tile") for name in _listdir(os.path.join(card, "device")))
 
 
 def _nvml() -> GpuInventory | None:

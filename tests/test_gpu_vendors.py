@@ -14,7 +14,8 @@ Shapes follow the documentation:
   all are set (measured on both loopback clusters: tests/data/captures/*gpus*).
 - The kernel's kfd topology (``/sys/class/kfd/kfd/topology/nodes/N/gpu_id``, 0 for CPU
   nodes), read by rocminfo and amd-smi; DRM cards (``/sys/class/drm/cardN/device/vendor``
-  0x8086, ``class`` 0x038000 for Data Center GPU Max, one ``gt/gtN`` per tile).
+  0x8086, ``class`` 0x038000 for Data Center GPU Max, one ``gt/gtN`` per tile under i915,
+  one ``device/tileN`` under xe).
 """
 
 from __future__ import annotations
@@ -166,8 +167,13 @@ def test_sysfs_probe_finds_intel_data_centre_gpus_and_their_tiles(tmp_path: Path
     for card, (vendor, pci_class, tiles) in cards.items():
         _write(drm / card / "device/vendor", vendor)
         _write(drm / card / "device/class", pci_class)
-        for tile in range(tiles):
-            (drm / card / "gt" / f"gt{tile}").mkdir(parents=True)
+        for tile in range(tiles):  # i915: gt/gtN; xe (card2): device/tileN
+            tile_dir = (
+                drm / card / "device" / f"tile{tile}"
+                if card == "card2"
+                else drm / card / "gt" / f"gt{tile}"
+            )
+            tile_dir.mkdir(parents=True)
     (drm / "renderD128").mkdir()
     found = probe_sysfs(str(tmp_path))
     assert found == GpuInventory(vendor=GpuVendor.INTEL, devices=("0.0", "0.1", "1.0", "1.1"))
