@@ -28,8 +28,8 @@ __all__ = ["NETWORK_PREFIXES", "Machine", "collect_machine", "network_variables"
 #: The packages whose versions a bug report needs (those installed are listed).
 PACKAGES = ("clusterenv", "pydantic", "torch", "lightning", "pytorch_lightning", "mpi4py")
 #: Variables that decide whether rendezvous and collectives find each other: the main
-#: address, the interfaces NCCL/Gloo bind, NCCL's and libfabric's transports.
-NETWORK_PREFIXES = ("MASTER_", "NCCL_", "GLOO_", "TORCH_NCCL_", "TORCH_DISTRIBUTED_", "FI_", "UCX_")
+#: address, the interfaces NCCL/Gloo bind, NCCL's, torch's and libfabric's settings.
+NETWORK_PREFIXES = ("MASTER_", "NCCL_", "GLOO_", "TORCH_", "FI_", "UCX_")
 _NETWORK_SUFFIXES = ("_SOCKET_IFNAME",)
 
 
