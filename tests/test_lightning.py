@@ -8,6 +8,8 @@ import importlib.util
 import signal
 import subprocess
 import sys
+import warnings
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -366,6 +368,30 @@ def test_follow_allocation_reads_neural_lams_device_list_as_a_count(
     assert (trainer.num_devices, trainer.world_size, trainer.global_rank) == (2, 2, 1)
 
 
+def test_follow_allocation_warns_when_dataloader_workers_outnumber_the_cpus(
+    package: cl.Package, in_env: Any
+) -> None:
+    """``srun --cpus-per-task=4``: a DataLoader with 8 workers gets a warning with the fix
+    (3 workers and the training process); the script's own callbacks are kept."""
+    torch_data = importlib.import_module("torch.utils.data")
+    in_env(srun_task([1], 0) | {"SLURM_CPUS_PER_TASK": "4"})
+    mine = importlib.import_module(f"{TRAINERS[package]}.callbacks").Callback()
+    with cl.follow_allocation(detect_environment(cpu_probe=lambda: 64)):
+        trainer = make_trainer(package, {"callbacks": [mine]})
+    (check,) = [c for c in trainer.callbacks if type(c).__name__ == "ClusterEnvWorkerCheck"]
+    assert mine in trainer.callbacks
+    for workers, warns in ((8, True), (3, False)):
+        loader = torch_data.DataLoader(list(range(4)), num_workers=workers)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            check.on_train_start(SimpleNamespace(train_dataloader=loader), None)
+        said = [str(w.message) for w in caught]
+        assert bool(said) is warns, said
+        if warns:
+            assert "starts 8 worker processes but this rank may use 4 CPU(s)" in said[0]
+            assert "num_workers=3" in said[0]
+
+
 def test_run_script_runs_it_as_main(tmp_path: Any, in_env: Any, capsys: Any) -> None:
     in_env(srun_task([2], 1))
     script = tmp_path / "train.py"
@@ -377,3 +403,19 @@ def test_run_script_runs_it_as_main(tmp_path: Any, in_env: Any, capsys: Any) -> 
     )
     cl.run_script(str(script), ["--epochs", "1"])
     assert capsys.readouterr().out.splitlines()[-1] == "['--epochs', '1'] 2 1"
+
+
+def test_the_worker_check_reads_every_shape_of_train_dataloader() -> None:
+    from clusterenv.lightning._workers import _loaders, oversubscribed  # noqa: PLC0415
+
+    spec = detect_environment(
+        srun_task([1], 0) | {"SLURM_CPUS_PER_TASK": "2"}, cpu_probe=lambda: 64
+    )
+    many, few = SimpleNamespace(num_workers=4), SimpleNamespace(num_workers=1)
+    assert oversubscribed(spec, [few]) is None
+    assert oversubscribed(spec, [few, many]) is not None
+    unknown = detect_environment(srun_task([1], 0), cpu_probe=lambda: None)
+    assert oversubscribed(unknown, [many]) is None  # nothing known: no warning
+    assert _loaders({"a": few, "b": [many, (few,)]}) == [few, many, few]
+    assert _loaders(SimpleNamespace(flattened=[few, many])) == [few, many]
+    assert _loaders(None) == []

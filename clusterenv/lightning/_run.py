@@ -17,6 +17,7 @@ from clusterenv._spec import Accelerator, ResourceSpec
 from clusterenv.config import register_resolver
 from clusterenv.lightning._environment import ENVIRONMENTS, Package, import_module
 from clusterenv.lightning._kwargs import trainer_kwargs
+from clusterenv.lightning._workers import worker_check
 
 __all__ = ["follow_allocation", "run_script"]
 
@@ -35,10 +36,11 @@ def follow_allocation(spec: ResourceSpec | None = None) -> Iterator[ResourceSpec
     :func:`trainer_kwargs` merged in, changing only what the script left at Lightning's
     defaults: ``num_nodes`` (``1`` counts as the default), ``devices`` (``"auto"``),
     ``strategy`` and ``accelerator`` (``"auto"``); the cluster-environment plugin is added
-    unless the script passes one. Explicit values that contradict the allocation raise
-    :class:`~clusterenv.ClusterEnvError`. On CPU a one-element device list such as
-    neural-lam's ``--devices 2`` (``devices=[2]``) is read as a count, since there are no
-    CPU device indices.
+    unless the script passes one, and a callback that warns when the training DataLoaders
+    start more workers than the rank has CPUs (``cpus_per_rank``). Explicit values that
+    contradict the allocation raise :class:`~clusterenv.ClusterEnvError`. On CPU a
+    one-element device list such as neural-lam's ``--devices 2`` (``devices=[2]``) is read
+    as a count, since there are no CPU device indices.
     """
     spec = spec or explain_environment().spec
     patched: list[tuple[Any, Any]] = []
@@ -82,6 +84,9 @@ def _merge(spec: ResourceSpec, package: Package, given: dict[str, Any]) -> dict[
     if not any(isinstance(plugin, base) for plugin in plugins):
         plugins += ours["plugins"]
     merged["plugins"] = plugins
+    callbacks = given.get("callbacks") or []
+    callbacks = list(callbacks) if isinstance(callbacks, list | tuple) else [callbacks]
+    merged["callbacks"] = [*callbacks, worker_check(spec, package)]
     return merged
 
 
