@@ -5,6 +5,7 @@ checks, on machines without Slurm, torchrun or MPI."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,10 @@ def test_captures_exist() -> None:
     assert versions == {"22.05", "24.11"}
 
 
+def _returning(value: int | None) -> Callable[[], int | None]:
+    return lambda: value
+
+
 @pytest.mark.parametrize("path", CAPTURE_FILES, ids=IDS)
 def test_replay(path: Path) -> None:
     capture: dict[str, Any] = json.loads(path.read_text())
@@ -36,7 +41,7 @@ def test_replay(path: Path) -> None:
     for task in capture["tasks"]:
         cpus: int | None = task.get("cpus")  # what the task's CPU probe saw
         spec = detect_environment(
-            task["env"], gpu_probe=lambda: (), cpu_probe=[cpus].pop
+            task["env"], gpu_probe=lambda: (), cpu_probe=_returning(cpus)
         ).model_dump(mode="json")
         assert spec == task["spec"], f"{capture['command']}: detection changed"
         records.append({"env": task["env"], "spec": spec, "cpus": cpus})
