@@ -90,10 +90,9 @@ def inspect_report(
     machine: Machine | None,
     lightning: str | None = None,
 ) -> InspectReport:
-    """The report for ``env``. ``machine`` is the recorded machine of an env file (``None``
-    for a plain dump); the live process (``files`` empty, ``machine`` None, ``env`` being
-    ``os.environ``) is described by :func:`live_report`. An env file's GPUs and CPUs are
-    never this machine's: the recorded probe results, or none."""
+    """The report for an env file: its variables, host files and recorded machine (``None``
+    for a plain dump). Its GPUs and CPUs are the recorded probe results, or none: never
+    those of the machine reading it (:func:`live_report` describes this process)."""
     return _build(env, files, machine or Machine(), "env-file", lightning)
 
 
