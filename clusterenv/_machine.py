@@ -110,7 +110,7 @@ def collect_machine(gpu_probe: GpuProbe, env: Mapping[str, str]) -> Machine:
         packages=_versions(),
         gpus=gpus,
         cpus=os.cpu_count(),
-        affinity=probe_cpus(),
+        affinity=len(mask) if mask else probe_cpus(),  # one affinity query, not two
         affinity_list=_ranges(mask) or None,
         launchers=_launcher_versions(env),
     )

@@ -20,11 +20,23 @@ from clusterenv.exceptions import ClusterEnvError, MissingDependencyError
 from clusterenv.lightning._checks import check_launch
 from clusterenv.sources import detector_for
 
-__all__ = ["ENVIRONMENTS", "Package", "cluster_environment", "import_module", "resolve_package"]
+__all__ = [
+    "ENVIRONMENTS",
+    "TRAINERS",
+    "Package",
+    "cluster_environment",
+    "import_module",
+    "resolve_package",
+]
 
 Package = Literal["lightning", "pytorch_lightning"]
 #: Where each package keeps its cluster environments (``pytorch_lightning`` re-exports
 #: those of ``lightning_fabric``).
+#: Where each package's Trainer and Callback live.
+TRAINERS: dict[Package, str] = {
+    "lightning": "lightning.pytorch",
+    "pytorch_lightning": "pytorch_lightning",
+}
 ENVIRONMENTS: dict[str, str] = {
     "lightning": "lightning.fabric.plugins.environments",
     "pytorch_lightning": "lightning_fabric.plugins.environments",

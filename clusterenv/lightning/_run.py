@@ -15,16 +15,11 @@ from typing import Any
 from clusterenv._detect import explain_environment
 from clusterenv._spec import Accelerator, ResourceSpec
 from clusterenv.config import register_resolver
-from clusterenv.lightning._environment import ENVIRONMENTS, Package, import_module
+from clusterenv.lightning._environment import ENVIRONMENTS, TRAINERS, Package, import_module
 from clusterenv.lightning._kwargs import trainer_kwargs
 from clusterenv.lightning._workers import worker_check
 
 __all__ = ["follow_allocation", "run_script"]
-
-_TRAINERS: dict[Package, str] = {
-    "lightning": "lightning.pytorch",
-    "pytorch_lightning": "pytorch_lightning",
-}
 
 
 @contextlib.contextmanager
@@ -45,7 +40,7 @@ def follow_allocation(spec: ResourceSpec | None = None) -> Iterator[ResourceSpec
     spec = spec or explain_environment().spec
     patched: list[tuple[Any, Any]] = []
     try:
-        for package, module in _TRAINERS.items():
+        for package, module in TRAINERS.items():
             if importlib.util.find_spec(package) is None:
                 continue
             trainer = importlib.import_module(module).Trainer

@@ -12,14 +12,9 @@ from typing import Any
 
 from clusterenv._spec import ResourceSpec
 from clusterenv.config import num_workers
-from clusterenv.lightning._environment import Package, import_module
+from clusterenv.lightning._environment import TRAINERS, Package, import_module
 
 __all__ = ["oversubscribed", "worker_check"]
-
-_CALLBACKS = {
-    "lightning": "lightning.pytorch.callbacks",
-    "pytorch_lightning": "pytorch_lightning.callbacks",
-}
 
 
 def oversubscribed(spec: ResourceSpec, loaders: Iterable[Any]) -> str | None:
@@ -54,7 +49,7 @@ def _loaders(value: Any) -> list[Any]:
 def worker_check(spec: ResourceSpec, package: Package) -> Any:
     """A Lightning callback (of ``package``'s class tree) that warns, once per job, when
     the training DataLoaders oversubscribe the rank's CPUs."""
-    base = import_module(_CALLBACKS[package]).Callback
+    base = import_module(TRAINERS[package]).Callback
 
     class ClusterEnvWorkerCheck(base):  # type: ignore[misc,valid-type]
         def on_train_start(self, trainer: Any, pl_module: Any) -> None:
