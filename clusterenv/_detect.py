@@ -15,7 +15,7 @@ from clusterenv._reader import MAX_VALUE_LENGTH, EnvReader, FileReader, GpuProbe
 from clusterenv._safe import shorten
 from clusterenv._spec import ResourceSpec, Source
 from clusterenv.exceptions import InconsistentEnvironmentError, InvalidVariableError
-from clusterenv.sources import DETECTORS, Detector, read_by_a_source
+from clusterenv.sources import DETECTORS, Detector, present, read_by_a_source
 
 __all__ = ["FORCE_VARIABLE", "Detection", "detect_environment", "explain_environment"]
 
@@ -26,7 +26,7 @@ FORCE_VARIABLE = "CLUSTERENV_SOURCE"
 def _choose(env: Mapping[str, str]) -> Detector:
     forced = env.get(FORCE_VARIABLE, "").strip().lower()
     if not forced:
-        return next(detector for detector in DETECTORS if detector.present(env))
+        return present(env)[0]
     for detector in DETECTORS:
         if detector.source.value == forced:
             return detector

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from clusterenv import detect_environment
-from tests.launchers.harness import CAPTURES, check_mpi, check_slurm, check_torchrun
+from tests.launchers.harness import CAPTURES, check_mpi, check_ranks, check_slurm, check_torchrun
 
 # Top level: Slurm 22.05 (Debian 12), torchrun, MPI; slurm-24.11/: Debian trixie's Slurm.
 CAPTURE_FILES = sorted(CAPTURES.rglob("*.json"))
@@ -22,6 +22,7 @@ IDS = [str(path.relative_to(CAPTURES).with_suffix("")) for path in CAPTURE_FILES
 def test_captures_exist() -> None:
     launchers = {json.loads(path.read_text())["launcher"] for path in CAPTURE_FILES}
     assert {"slurm", "torchrun", "torchrun+slurm", "openmpi", "mpich"} <= launchers
+    assert {"deepspeed", "accelerate", "ray", "intel-mpi"} <= launchers
     versions = {
         capture["version"].split()[-1][:5]
         for capture in (json.loads(path.read_text()) for path in CAPTURE_FILES)
@@ -44,12 +45,25 @@ def test_replay(path: Path) -> None:
             task["env"], gpu_probe=lambda: (), cpu_probe=_returning(cpus)
         ).model_dump(mode="json")
         assert spec == task["spec"], f"{capture['command']}: detection changed"
-        records.append({"env": task["env"], "spec": spec, "cpus": cpus})
-    if capture["launcher"] == "slurm":
+        truth = {"torch": task["torch"]} if "torch" in task else {}
+        records.append({"env": task["env"], "spec": spec, "cpus": cpus, **truth})
+    launcher = capture["launcher"]
+    if launcher == "slurm":
         check_slurm(records, capture["hostnames"].__getitem__)
-    elif capture["launcher"].startswith("torchrun"):
-        check_torchrun(records)
-    elif capture["launcher"] == "openmpi":
-        check_mpi(records, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE")
-    elif capture["launcher"] == "mpich":
-        check_mpi(records, "PMI_RANK", "PMI_SIZE")
+    elif launcher == "accelerate" and len(records) == 1:  # --cpu: one local process
+        assert records[0]["spec"]["source"] == "local"
+    else:
+        CHECKS[launcher](records)
+
+
+# How each launcher's replay is checked against its ground truth.
+CHECKS: dict[str, Callable[[list[dict[str, Any]]], None]] = {
+    "torchrun": check_torchrun,
+    "torchrun+slurm": check_torchrun,
+    "accelerate": check_torchrun,
+    "deepspeed": lambda records: check_ranks(records, "env"),
+    "ray": lambda records: check_ranks(records, "env"),
+    "openmpi": lambda records: check_mpi(records, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+    "mpich": lambda records: check_mpi(records, "PMI_RANK", "PMI_SIZE"),
+    "intel-mpi": lambda records: check_mpi(records, "PMI_RANK", "PMI_SIZE"),
+}

@@ -74,6 +74,19 @@ class Detector(ABC):
     def present(self, env: Mapping[str, str]) -> bool:
         """Whether ``env`` comes from this source (cheap; no parsing, no errors)."""
 
+    def runs_task(self, env: Mapping[str, str]) -> bool:
+        """Whether ``env`` is a task this scheduler started itself (a task of an srun step,
+        of ``flux run``, of ``jsrun``). Its task launcher's MPI plugins then set the
+        variables of other sources too (``srun --mpi=pmi2`` ``PMI_RANK``, ``--mpi=cray_shasta``
+        ``PALS_RANKID``): those belong to this task, see :meth:`borrowable`."""
+        return False
+
+    def borrowable(self, env: Mapping[str, str]) -> bool:
+        """Whether this source's variables in ``env`` may have been set by a scheduler's own
+        task launcher rather than by this launcher (PMI, PMIx, PALS): inside a task that a
+        scheduler :meth:`runs <runs_task>`, the scheduler then wins."""
+        return False
+
     @abstractmethod
     def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
         """The ``ResourceSpec`` fields; raises ``ClusterEnvError`` for bad or missing values."""

@@ -94,14 +94,18 @@ def rank_fields(
 ) -> Fields:
     """The geometry of a rank whose launcher names no node, from the ranks per node.
 
-    Assumes every node runs ``local_size`` ranks, placed by slot (node = rank // local size,
-    the usual default) or round robin (node = rank % nodes); the local rank tells which.
+    All ranks on one node where the world is the local size (Open MPI 5 numbers local ranks
+    in binding order: ranks 0-3 get 0, 2, 1, 3). Otherwise assumes every node runs
+    ``local_size`` ranks, placed by slot (node = rank // local size, the usual default) or
+    round robin (node = rank % nodes); the local rank tells which.
     """
     for field in ("num_nodes", "node_rank"):
         reader.derive(field, "world_size", "devices_per_node", "global_rank", "local_rank")
     num_nodes, uneven = divmod(world_size, local_size)
     node_rank = None
-    if not uneven and rank % local_size == local_rank:
+    if world_size == local_size:  # one node, whatever order the local ranks are in
+        node_rank = 0
+    elif not uneven and rank % local_size == local_rank:
         node_rank = rank // local_size
     elif not uneven and rank // num_nodes == local_rank:
         node_rank = rank % num_nodes

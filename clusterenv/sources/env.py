@@ -1,12 +1,18 @@
-"""The ``env://`` contract: ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``,
-``MASTER_ADDR`` and ``MASTER_PORT``, as torch.distributed's ``init_method="env://"`` reads
-them, set by the DeepSpeed launcher, ``torch.distributed.launch``, Lightning's own child
+"""The ``env://`` contract: the variables torch.distributed's ``init_method="env://"`` reads
+(``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``), with the local rank and the
+ranks per node that every launcher of this kind sets beside them.
+
+Set by the DeepSpeed launcher (``deepspeed``, ``deepspeed.launcher.launch``: ``LOCAL_SIZE``
+for the ranks per node, ``CROSS_RANK``/``CROSS_SIZE`` for the node and the node count,
+never ``LOCAL_WORLD_SIZE``; DeepSpeed 0.19.8's ``launcher/launch.py``), Ray Train's
+``TorchTrainer`` workers (``LOCAL_WORLD_SIZE``, ``NODE_RANK``), Lightning's own child
 processes and hand-written launch scripts.
 
-The lowest-priority launcher: only a complete and consistent set counts (otherwise the
-process stays a local run, and `inspect` says which variables are missing). Nodes follow
-from the ranks per node as for MPI; ``GROUP_RANK`` or ``NODE_RANK``, where set, name the
-node and must agree.
+The lowest-priority launcher. ``RANK`` and ``WORLD_SIZE`` together make a process an
+``env://`` rank (torch then initialises from them), so a set that lacks what the spec needs
+is an error naming the missing variables, never a local run that contradicts torch. Nodes
+follow from the ranks per node as for MPI; ``GROUP_RANK``, ``NODE_RANK`` or ``CROSS_RANK``,
+and ``CROSS_SIZE``, where set, name the node and the node count and must agree.
 """
 
 from __future__ import annotations
@@ -17,51 +23,63 @@ from clusterenv._gpu import gpu_fields
 from clusterenv._reader import EnvReader, GpuProbe
 from clusterenv._safe import shorten
 from clusterenv._spec import Source
-from clusterenv.exceptions import InconsistentEnvironmentError
+from clusterenv.exceptions import InconsistentEnvironmentError, MissingVariableError
 from clusterenv.sources._detector import Detector, Fields, Hints
 from clusterenv.sources._geometry import read_ranks
 
 __all__ = ["CONTRACT", "DETECTOR", "EnvDetector"]
 
-#: What ``init_method="env://"`` needs, all of it.
-CONTRACT = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+#: What ``init_method="env://"`` reads: torch's own rendezvous needs these four.
+CONTRACT = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+#: Where the ranks per node come from: torchrun's and Ray's name, then DeepSpeed's.
+_LOCAL_SIZE = ("LOCAL_WORLD_SIZE", "LOCAL_SIZE")
 _HINT = (
-    "the launcher sets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and "
-    "MASTER_PORT together in every process; check the launch script"
+    "the launcher sets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE (DeepSpeed: LOCAL_SIZE), "
+    "MASTER_ADDR and MASTER_PORT together in every process; check the launch script"
 )
 
 
 class EnvDetector(Detector):
     source = Source.ENV
     name = "env://"
-    reason = "RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE and MASTER_ADDR/PORT are set"
-    variables = (*CONTRACT, "GROUP_RANK", "NODE_RANK")
+    reason = "RANK and WORLD_SIZE are set: an env:// rank (DeepSpeed, Ray Train, a script)"
+    variables = (
+        *CONTRACT,
+        "LOCAL_RANK",
+        *_LOCAL_SIZE,
+        "GROUP_RANK",
+        "NODE_RANK",
+        "CROSS_RANK",
+        "CROSS_SIZE",
+    )
     hints = Hints(
         num_nodes="change the number of nodes the launch script starts",
         devices="change the processes per node it starts (LOCAL_WORLD_SIZE)",
     )
 
     def present(self, env: Mapping[str, str]) -> bool:
-        return all(name in env for name in CONTRACT)
+        return "RANK" in env and "WORLD_SIZE" in env
 
     def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
+        needed = (("LOCAL_RANK",), _LOCAL_SIZE, ("MASTER_ADDR",), ("MASTER_PORT",))
+        missing = [names[0] for names in needed if not any(n in reader.env for n in names)]
+        if missing:
+            raise MissingVariableError(
+                f"RANK and WORLD_SIZE are set (an env:// rank) but not {', '.join(missing)}",
+                variables=tuple(missing),
+                hint=_HINT,
+            )
         fields = read_ranks(
             reader,
             world=("WORLD_SIZE",),
             rank=("RANK",),
             local_rank=("LOCAL_RANK",),
-            local_size=("LOCAL_WORLD_SIZE",),
+            local_size=_LOCAL_SIZE,
             hint=_HINT,
         )
-        rank, local_size = fields.get("global_rank", 0), fields.get("devices_per_node", 1)
-        named = reader.lookup("GROUP_RANK", "NODE_RANK")
-        if named is not None and named[1].strip() != str(fields.get("node_rank")):
-            raise InconsistentEnvironmentError(
-                f"{named[0]}={shorten(named[1])!r} but rank {rank} with LOCAL_WORLD_SIZE="
-                f"{local_size} runs on node {fields.get('node_rank')}",
-                variables=(named[0], "RANK", "LOCAL_WORLD_SIZE"),
-                hint=_HINT,
-            )
+        for name in ("GROUP_RANK", "NODE_RANK", "CROSS_RANK"):
+            self._agree(reader, fields, name, "node_rank", fields["node_rank"])
+        self._agree(reader, fields, "CROSS_SIZE", "num_nodes", fields["num_nodes"])
         return {
             **fields,
             "source": self.source,
@@ -69,6 +87,21 @@ class EnvDetector(Detector):
             "master_port": reader.port(None, hint=_HINT),
             **gpu_fields(reader, gpu_probe),
         }
+
+    @staticmethod
+    def _agree(reader: EnvReader, fields: Fields, name: str, field: str, derived: int) -> None:
+        """The launcher's own node index or node count, where it sets one (``name``), must
+        be what the ranks per node give."""
+        value = reader.env.get(name)
+        if value is None or value.strip() == str(derived):
+            return
+        raise InconsistentEnvironmentError(
+            f"{name}={shorten(value)!r} but rank {fields['global_rank']} of "
+            f"{fields['world_size']} with {fields['devices_per_node']} per node gives "
+            f"{field} {derived}",
+            variables=(name, *reader.origins[field]),
+            hint=_HINT,
+        )
 
 
 DETECTOR = EnvDetector()

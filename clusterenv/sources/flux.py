@@ -39,6 +39,9 @@ class FluxDetector(Detector):
     def present(self, env: Mapping[str, str]) -> bool:
         return "FLUX_JOB_ID" in env and "FLUX_TASK_RANK" in env
 
+    def runs_task(self, env: Mapping[str, str]) -> bool:
+        return self.present(env)  # its cray-pals and PMI plugins set PALS_*, PMI_RANK
+
     def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
         def integer(field: str, name: str, minimum: int = 0) -> int:
             return reader.integer(field, name, hint=_HINT, minimum=minimum)

@@ -63,9 +63,9 @@ class LocalDetector(Detector):
         return [
             Finding(
                 id="local.incomplete-env-contract",
-                message=f"{', '.join(given)} set but not {', '.join(missing)}: not a complete "
-                "env:// launch, so this is read as a local run",
-                fix="set all six in every process, or unset them",
+                message=f"{', '.join(given)} set but not {', '.join(missing)}: not an env:// "
+                "launch, so this is read as a local run",
+                fix=f"set {', '.join(CONTRACT)} in every process, or unset them",
             )
         ]
 

@@ -24,13 +24,16 @@ from clusterenv.sources._detector import Detector, Fields, Hints, Roles
 from clusterenv.sources._geometry import (
     job_port,
     job_script_fields,
+    main_address,
     read_ranks,
     uneven_slots,
 )
+from clusterenv.sources.local import DEFAULT_PORT
 
 __all__ = ["DETECTOR", "LsfDetector"]
 
 _HINT = "LSF sets this in the job; run inside bsub"
+_HOST_VARIABLES = ("LSB_DJOB_HOSTFILE", "LSB_MCPU_HOSTS")
 _JSM_HINT = "jsrun sets this in every task; start the ranks with jsrun"
 
 
@@ -57,7 +60,7 @@ def _mcpu_slots(value: str) -> list[str]:
 class LsfDetector(Detector):
     source = Source.LSF
     name = "LSF"
-    reason = "LSB_JOBID is set: inside an LSF job"
+    reason = "LSB_JOBID (or jsrun's JSM_NAMESPACE_RANK) is set: inside an LSF job"
     variables = ("LSB_", "LSF_", "JSM_")
     launch_keys = ("LSB_JOBID",)
     launcher = "jsrun"
@@ -70,28 +73,40 @@ class LsfDetector(Detector):
     )
 
     def present(self, env: Mapping[str, str]) -> bool:
-        return "LSB_JOBID" in env
+        return "LSB_JOBID" in env or "JSM_NAMESPACE_RANK" in env
+
+    def runs_task(self, env: Mapping[str, str]) -> bool:
+        return "JSM_NAMESPACE_RANK" in env  # jsrun's PMIx sets PMIX_RANK too
 
     def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
-        job_id = reader.text("job_id", "LSB_JOBID", hint=_HINT)
-        slots = self._slots(reader)
+        task = "JSM_NAMESPACE_RANK" in reader.env
+        # A jsrun task may lack the job's LSB_* variables (seen in the field).
+        job_id = (
+            reader.optional("job_id", "LSB_JOBID")
+            if task
+            else reader.text("job_id", "LSB_JOBID", hint=_HINT)
+        )
+        has_hosts = any(name in reader.env for name in _HOST_VARIABLES)
+        slots = self._slots(reader) if has_hosts or not task else []
         hosts = list(dict.fromkeys(slots))
         fields: Fields
-        if "JSM_NAMESPACE_RANK" in reader.env:
+        if task:
             fields, hosts = self._task(reader, slots, hosts)
         else:  # the job script: describe what jsrun should start
             fields = job_script_fields(reader, slots)
         master_addr = reader.optional("master_addr", "MASTER_ADDR")
-        if master_addr is None:
+        if master_addr is None and hosts:
             reader.derive("master_addr", "hostnames")
             master_addr = (fields.get("hostnames") or hosts)[0]
         gpus = gpu_fields(reader, gpu_probe)
         return {
             **fields,
             "source": self.source,
-            "master_addr": master_addr,
+            "master_addr": master_addr
+            or main_address(reader, fields["num_nodes"], "jsrun -E MASTER_ADDR=$(hostname) ..."),
             "master_port": reader.port(
-                job_port(job_id), hint="export MASTER_PORT as a free TCP port"
+                DEFAULT_PORT if job_id is None else job_port(job_id),
+                hint="export MASTER_PORT as a free TCP port",
             ),
             "job_id": job_id,
             **gpus,
@@ -100,7 +115,7 @@ class LsfDetector(Detector):
     @staticmethod
     def _slots(reader: EnvReader) -> list[str]:
         """One host name per slot, from the host file or ``LSB_MCPU_HOSTS``."""
-        if "LSB_DJOB_HOSTFILE" in reader.env:
+        if _HOST_VARIABLES[0] in reader.env:
             slots = reader.hosts("hostnames", "LSB_DJOB_HOSTFILE", hint=_HINT)
         elif "LSB_MCPU_HOSTS" in reader.env:
             slots = _mcpu_slots(reader.text("hostnames", "LSB_MCPU_HOSTS", hint=_HINT))

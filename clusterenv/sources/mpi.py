@@ -5,17 +5,20 @@
 * MPICH / Intel MPI (hydra: ``PMI_RANK``, ``PMI_SIZE``, ``MPI_LOCALRANKID``,
   ``MPI_LOCALNRANKS``) and MVAPICH (``MV2_COMM_WORLD_*``).
 
-``srun --mpi=pmi2/pmix`` also sets ``PMI_RANK`` / ``PMIX_RANK``; such a task is an srun step
-(``SLURM_STEP_ID`` set, and Slurm's own variables are complete), so a bare PMI rank
-counts as MPI only outside a step. ``mpirun`` inside a Slurm allocation is MPI, not the
-job's batch step: its ranks are the ones that train.
+``srun --mpi=pmi2/pmix`` (and Flux, jsrun) also set ``PMI_RANK`` / ``PMIX_RANK``; in a task
+the scheduler started itself such a bare PMI rank is the scheduler's (``borrowable``).
+``mpirun`` inside a Slurm allocation is MPI, not the job's batch step: its ranks are the
+ones that train.
 
 No MPI variable names the node: the node count and node rank are derived from the ranks
 on this node, assuming every node runs as many (``world_size = nodes * local size``), as
 ``mpirun`` places them by slot (rank // local size) or, with ``--map-by node``, round
 robin (rank % nodes) — the local rank tells which. Where neither fits, or nodes differ,
-detection says so. The main address is ``MASTER_ADDR``; without it a one-node launch uses
-the loopback address and a multi-node one is an error saying what to export. The port is
+detection says so. Open MPI 5 (PRRTE, ``PRTE_LAUNCHED``) numbers local ranks in binding
+order (``mpirun -n 4`` on one host: 0, 2, 1, 3), so over several nodes it says so too, and
+on one node (world size = local size) every rank is on node 0. The main address is
+``MASTER_ADDR``; without it a one-node launch uses the loopback address and a multi-node
+one is an error saying what to export (``-x`` for Open MPI, ``-genv`` for hydra). The port is
 ``MASTER_PORT``, else derived from the job id (Open MPI's, PMIx's), else 29500 (MPICH
 names no job).
 """
@@ -27,7 +30,9 @@ from collections.abc import Mapping, Sequence
 from clusterenv._finding import Finding
 from clusterenv._gpu import gpu_fields
 from clusterenv._reader import EnvReader, GpuProbe
+from clusterenv._safe import shorten
 from clusterenv._spec import ResourceSpec, Source
+from clusterenv.exceptions import InconsistentEnvironmentError
 from clusterenv.sources._detector import Detector, Fields, Hints
 from clusterenv.sources._geometry import job_port, main_address, read_ranks
 from clusterenv.sources.local import DEFAULT_PORT
@@ -39,6 +44,9 @@ _SIZE = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE")
 _LOCAL_RANK = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "MV2_COMM_WORLD_LOCAL_RANK")
 _LOCAL_SIZE = ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "MV2_COMM_WORLD_LOCAL_SIZE")
 _JOB = ("OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "PMI_JOBID")
+#: Set by the MPI launchers themselves, never by a scheduler's PMI plugins.
+_OWN = ("OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK", "MPI_LOCALRANKID")
+_OMPI_SIZES = ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE")
 _HINT = "the MPI launcher sets this in every rank; start the ranks with mpirun/mpiexec"
 
 
@@ -46,7 +54,7 @@ class MpiDetector(Detector):
     source = Source.MPI
     name = "MPI"
     reason = "MPI rank variables are set (OMPI_COMM_WORLD_*, PMI_*, MV2_*): an mpirun rank"
-    variables = ("OMPI_", "PMI_", "PMIX_", "MPI_", "MV2_")
+    variables = ("OMPI_", "PMI_", "PMIX_", "MPI_", "MV2_", "PRTE_LAUNCHED")
     launch_keys = (
         "OMPI_MCA_orte_precondition_transports",
         "OMPI_MCA_ess_base_jobid",
@@ -61,12 +69,24 @@ class MpiDetector(Detector):
     )
 
     def present(self, env: Mapping[str, str]) -> bool:
-        if any(name in env for name in ("OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK")):
-            return True
-        hydra = "MPI_LOCALRANKID" in env  # srun's PMI plugins do not set it
-        return hydra or ("SLURM_STEP_ID" not in env and ("PMI_RANK" in env or "PMIX_RANK" in env))
+        return any(name in env for name in (*_OWN, "PMI_RANK", "PMIX_RANK"))
+
+    def borrowable(self, env: Mapping[str, str]) -> bool:
+        # srun's, Flux's and jsrun's PMI plugins set PMI_RANK / PMIX_RANK, never these.
+        return not any(name in env for name in _OWN)
 
     def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
+        env = reader.env
+        sizes = {env.get(name, "").strip() for name in _OMPI_SIZES}
+        if "PRTE_LAUNCHED" in env and len(sizes) > 1:
+            raise InconsistentEnvironmentError(
+                "Open MPI 5 numbers local ranks in binding order, so no variable tells which "
+                f"node rank {shorten(env.get('OMPI_COMM_WORLD_RANK', '?'))} runs on in a launch "
+                "over several nodes",
+                variables=("PRTE_LAUNCHED", *_OMPI_SIZES, "OMPI_COMM_WORLD_LOCAL_RANK"),
+                hint="start the ranks with a launcher that names each node: srun --mpi=pmix "
+                "under Slurm, or one torchrun per node (--node-rank)",
+            )
         fields = read_ranks(
             reader,
             world=_SIZE,
@@ -75,9 +95,13 @@ class MpiDetector(Detector):
             local_size=_LOCAL_SIZE,
             hint=_HINT,
         )
-        master_addr = main_address(
-            reader, fields["num_nodes"], "mpirun -x MASTER_ADDR=$(hostname) ..."
+        # Hydra (MPICH, Intel MPI) passes variables with -genv; Open MPI with -x.
+        example = (
+            "-x MASTER_ADDR=$(hostname)"
+            if "OMPI_COMM_WORLD_RANK" in env
+            else ("-genv MASTER_ADDR $(hostname)")
         )
+        master_addr = main_address(reader, fields["num_nodes"], f"mpirun {example} ...")
         job = reader.optional("job_id", *_JOB)
         gpus = gpu_fields(reader, gpu_probe)
         return {

@@ -5,21 +5,29 @@ PALS names each rank and its node (``PALS_RANKID``, ``PALS_LOCAL_RANKID``,
 ``PALS_LOCAL_SIZE``, ``PALS_NODEID``) but may not give the world size; Cray PMI gives it
 (``PMI_SIZE``, beside ``PMI_RANK``, ``PMI_LOCAL_RANK``, ``PMI_LOCAL_SIZE``). Such a rank must
 be read here, before the MPI source, whose MPICH variables it lacks. The nodes follow from
-the ranks per node, and ``PALS_NODEID`` must agree. The main address is ``MASTER_ADDR``
-(one node: the loopback address); the port ``MASTER_PORT``, else derived from the PBS job.
+the ranks per node, and ``PALS_NODEID`` must agree. Without a world size, the ranks of this
+node on every node of ``PBS_NODEFILE`` (mpiexec's default host file; a finding says so).
+The main address is ``MASTER_ADDR``, else the loopback address on one node, else the first
+node of ``PBS_NODEFILE``, where mpiexec places node 0; the port ``MASTER_PORT``, else
+derived from the PBS job.
+
+Slurm's ``cray_shasta`` MPI plugin (``srun --mpi=cray_shasta``, the default on HPE Cray EX)
+and Flux's ``cray-pals`` plugin set ``PALS_*`` in their own tasks: there the scheduler wins
+(:meth:`~clusterenv.sources.Detector.borrowable`), and PALS is PALS only under mpiexec.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
+from clusterenv._finding import Finding
 from clusterenv._gpu import gpu_fields
 from clusterenv._reader import EnvReader, GpuProbe
 from clusterenv._safe import shorten
-from clusterenv._spec import Source
+from clusterenv._spec import ResourceSpec, Source
 from clusterenv.exceptions import InconsistentEnvironmentError
 from clusterenv.sources._detector import Detector, Fields, Hints
-from clusterenv.sources._geometry import job_port, main_address, read_ranks
+from clusterenv.sources._geometry import job_port, main_address, rank_fields, read_ranks
 from clusterenv.sources.local import DEFAULT_PORT
 
 __all__ = ["DETECTOR", "PalsDetector"]
@@ -35,7 +43,15 @@ class PalsDetector(Detector):
     source = Source.PALS
     name = "HPE PALS"
     reason = "PALS_RANKID (or Cray PMI_LOCAL_RANK) is set: an mpiexec rank on HPE PALS"
-    variables = ("PALS_", "PMI_RANK", "PMI_SIZE", "PMI_LOCAL_RANK", "PMI_LOCAL_SIZE", "PBS_JOBID")
+    variables = (
+        "PALS_",
+        "PMI_RANK",
+        "PMI_SIZE",
+        "PMI_LOCAL_RANK",
+        "PMI_LOCAL_SIZE",
+        "PBS_JOBID",
+        "PBS_NODEFILE",
+    )
     launch_keys = ("PALS_APID", "PBS_JOBID")
     launcher = "mpiexec"
     version_command = ("mpiexec", "--version")
@@ -48,16 +64,28 @@ class PalsDetector(Detector):
     def present(self, env: Mapping[str, str]) -> bool:
         return "PALS_RANKID" in env or ("PMI_LOCAL_RANK" in env and "PMI_RANK" in env)
 
+    def borrowable(self, env: Mapping[str, str]) -> bool:
+        # Slurm's cray_shasta MPI plugin and Flux's cray-pals shell plugin set PALS_* in
+        # their own tasks (measured: srun --mpi=cray_shasta, Slurm 22.05 and 24.11).
+        return True
+
     def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
-        fields = read_ranks(
-            reader,
-            world=("PMI_SIZE", "WORLD_SIZE"),
-            rank=("PALS_RANKID", "PMI_RANK"),
-            local_rank=("PALS_LOCAL_RANKID", "PMI_LOCAL_RANK"),
-            local_size=("PALS_LOCAL_SIZE", "PMI_LOCAL_SIZE"),
-            hint=_HINT,
-            world_hint=_SIZE_HINT,
-        )
+        hosts = self._hosts(reader)
+        ranks: dict[str, tuple[str, ...]] = {
+            "rank": ("PALS_RANKID", "PMI_RANK"),
+            "local_rank": ("PALS_LOCAL_RANKID", "PMI_LOCAL_RANK"),
+            "local_size": ("PALS_LOCAL_SIZE", "PMI_LOCAL_SIZE"),
+        }
+        if hosts and reader.lookup("PMI_SIZE", "WORLD_SIZE") is None:
+            fields = self._world_from_nodes(reader, hosts, ranks)
+        else:
+            fields = read_ranks(
+                reader,
+                world=("PMI_SIZE", "WORLD_SIZE"),
+                hint=_HINT,
+                world_hint=_SIZE_HINT,
+                **ranks,
+            )
         rank, local_size = fields.get("global_rank", 0), fields.get("devices_per_node", 1)
         named = reader.lookup("PALS_NODEID")
         if named is not None and named[1].strip() != str(fields.get("node_rank")):
@@ -68,13 +96,19 @@ class PalsDetector(Detector):
                 hint="start the same number of ranks on every node, placed by node "
                 "(mpiexec --ppn N --depth D)",
             )
+        num_nodes = fields.get("num_nodes", 1)
+        if len(hosts) == num_nodes:  # mpiexec places its nodes in PBS_NODEFILE's order
+            fields["hostnames"] = tuple(hosts)
+        master_addr = reader.optional("master_addr", "MASTER_ADDR")
+        if master_addr is None and num_nodes > 1 and len(hosts) == num_nodes:
+            reader.derive("master_addr", "hostnames")
+            master_addr = hosts[0]
         job = reader.optional("job_id", "PBS_JOBID")
         return {
             **fields,
             "source": self.source,
-            "master_addr": main_address(
-                reader, fields.get("num_nodes", 1), "mpiexec --env MASTER_ADDR=$(hostname) ..."
-            ),
+            "master_addr": master_addr
+            or main_address(reader, num_nodes, "mpiexec --env MASTER_ADDR=$(hostname) ..."),
             "master_port": reader.port(
                 DEFAULT_PORT if job is None else job_port(job),
                 hint="export MASTER_PORT as a free TCP port to every rank",
@@ -82,6 +116,46 @@ class PalsDetector(Detector):
             "job_id": job,
             **gpu_fields(reader, gpu_probe),
         }
+
+    @staticmethod
+    def _hosts(reader: EnvReader) -> list[str]:
+        """The nodes of the PBS job (``PBS_NODEFILE``, one line per slot), where it names
+        one; mpiexec's default host file."""
+        if "PBS_NODEFILE" not in reader.env:
+            return []
+        return list(dict.fromkeys(reader.hosts("hostnames", "PBS_NODEFILE", hint=_HINT)))
+
+    @staticmethod
+    def _world_from_nodes(
+        reader: EnvReader, hosts: list[str], ranks: dict[str, tuple[str, ...]]
+    ) -> Fields:
+        """PALS without Cray PMI names no world size: this node's ranks on every node of
+        the job (the ``pals.world-from-nodes`` finding says so)."""
+        local_size = reader.integer("devices_per_node", *ranks["local_size"], hint=_HINT, minimum=1)
+        reader.derive("world_size", "devices_per_node", "hostnames")
+        return rank_fields(
+            reader,
+            local_size * len(hosts),
+            reader.integer("global_rank", *ranks["rank"], hint=_HINT),
+            reader.integer("local_rank", *ranks["local_rank"], hint=_HINT),
+            local_size,
+        )
+
+    def diagnose(
+        self, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]
+    ) -> list[Finding]:
+        if spec.source is not self.source or "PMI_SIZE" in env or "WORLD_SIZE" in env:
+            return []
+        return [
+            Finding(
+                id="pals.world-from-nodes",
+                message=f"PALS names no world size: {spec.world_size} assumes mpiexec started "
+                f"{spec.devices_per_node} ranks on each of the job's {spec.num_nodes} nodes "
+                "(PBS_NODEFILE)",
+                fix="launch with Cray PMI (PMI_SIZE), or export WORLD_SIZE to every rank, "
+                "when mpiexec uses fewer nodes than the job",
+            )
+        ]
 
 
 DETECTOR = PalsDetector()

@@ -16,9 +16,10 @@ clusterenv repository): same names, same values except those that depend on the 
     >>> spec.world_size, spec.node_rank, spec.local_rank
     (8, 1, 1)
 
-Flux, LSF, PBS and Kubeflow builders follow those schedulers' documentation (no real
-launch runs here). Every builder returns a :class:`Launch`: a ``dict`` of variables whose
-``files`` hold the host files PBS and LSF write (pass ``read_file=launch.read_file``).
+``deepspeed_env`` and ``slurm_env(mpi="cray_shasta")`` are checked against real DeepSpeed
+and ``srun --mpi=cray_shasta`` launches too. Flux (``pals=True`` included), LSF, PBS, PALS
+and Kubeflow builders follow those schedulers' documentation (no real launch runs here).
+Every builder returns a :class:`Launch`: a ``dict`` of variables whose ``files`` hold the host files PBS and LSF write (pass ``read_file=launch.read_file``).
 Impossible parameters (no nodes, a rank outside the launch, a port above 65535) raise
 :class:`~clusterenv.ClusterEnvError`.
 
@@ -27,7 +28,7 @@ fewer nodes than their job, ``srun --mpi=pmi2/pmix``, and MPI launches over seve
 hosts with Open MPI (MPICH's are).
 """
 
-from clusterenv.testing._env import env_launch
+from clusterenv.testing._env import deepspeed_env, env_launch
 from clusterenv.testing._flux import flux_env
 from clusterenv.testing._kubeflow import kubeflow_env
 from clusterenv.testing._launch import Launch
@@ -41,6 +42,7 @@ from clusterenv.testing._torchelastic import torchrun_env
 
 __all__ = [
     "Launch",
+    "deepspeed_env",
     "env_launch",
     "flux_env",
     "kubeflow_env",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from clusterenv.testing._launch import Launch, port, positive, rank_of
 
-__all__ = ["env_launch", "examples"]
+__all__ = ["deepspeed_env", "env_launch", "examples"]
 
 
 def env_launch(
@@ -34,6 +34,36 @@ def env_launch(
     )
 
 
+def deepspeed_env(
+    nodes: int = 1,
+    ranks_per_node: int = 1,
+    rank: int = 0,
+    *,
+    master_addr: str = "10.0.0.1",
+    master_port: int = 29500,
+) -> Launch:
+    """Rank ``rank`` of the DeepSpeed launcher (``deepspeed --num_nodes --num_gpus``, ranks
+    placed by node), as ``deepspeed/launcher/launch.py`` 0.19.8 sets it and recorded from
+    real launches: ``LOCAL_SIZE``, ``CROSS_RANK`` (the node) and ``CROSS_SIZE`` (nodes)
+    instead of ``LOCAL_WORLD_SIZE``, and the node's devices in ``CUDA_VISIBLE_DEVICES``."""
+    positive("deepspeed_env", nodes=nodes, ranks_per_node=ranks_per_node)
+    rank_of("deepspeed_env", rank, nodes * ranks_per_node)
+    port("deepspeed_env", master_port)
+    return Launch(
+        {
+            "RANK": str(rank),
+            "WORLD_SIZE": str(nodes * ranks_per_node),
+            "LOCAL_RANK": str(rank % ranks_per_node),
+            "LOCAL_SIZE": str(ranks_per_node),
+            "CROSS_RANK": str(rank // ranks_per_node),
+            "CROSS_SIZE": str(nodes),
+            "MASTER_ADDR": master_addr,
+            "MASTER_PORT": str(master_port),
+            "CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in range(ranks_per_node)),
+        }
+    )
+
+
 def examples() -> list[Launch]:
     """One launch per role this source produces: the contract tests run every source's."""
-    return [env_launch(2, 4, 5)]
+    return [env_launch(2, 4, 5), deepspeed_env(2, 2, 3)]

@@ -15,10 +15,13 @@ def pals_env(
     cray_pmi: bool = True,
     job_id: str = "4242.aurora-pbs-0001",
     master_addr: str | None = None,
+    nodefile: bool = False,
 ) -> Launch:
     """Rank ``rank`` of ``mpiexec -n NODES*PPN --ppn PPN`` in a PBS job on HPE PALS (ranks
     placed by node), as ALCF documents for Aurora and Polaris: PALS's rank, local rank,
-    local size and node id, and with ``cray_pmi`` Cray PMI's, which add the world size."""
+    local size and node id, and with ``cray_pmi`` Cray PMI's, which add the world size.
+    ``nodefile``: the job's ``PBS_NODEFILE`` (one line per node, ``x1000c0s0b0n0``...) in
+    the launch's ``files``; pass ``read_file=launch.read_file``."""
     positive("pals_env", nodes=nodes, ranks_per_node=ranks_per_node)
     rank_of("pals_env", rank, nodes * ranks_per_node)
     env = {
@@ -37,7 +40,11 @@ def pals_env(
             "PMI_LOCAL_RANK": str(rank % ranks_per_node),
             "PMI_LOCAL_SIZE": str(ranks_per_node),
         }
-    return Launch(env | ({"MASTER_ADDR": master_addr} if master_addr else {}))
+    files = {}
+    if nodefile:
+        env["PBS_NODEFILE"] = f"/var/spool/pbs/aux/{job_id}"
+        files[env["PBS_NODEFILE"]] = "".join(f"x1000c0s{n}b0n0\n" for n in range(nodes))
+    return Launch(env | ({"MASTER_ADDR": master_addr} if master_addr else {}), files=files)
 
 
 def examples() -> list[Launch]:

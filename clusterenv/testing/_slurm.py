@@ -79,6 +79,7 @@ def slurm_env(
     gpu_vendor: Literal["nvidia", "amd", "intel"] | None = None,
     job_id: int | str = 4242,
     job_name: str | None = None,
+    mpi: Literal["cray_shasta"] | None = None,
 ) -> Launch:
     """The environment of one process of a Slurm job.
 
@@ -94,7 +95,9 @@ def slurm_env(
     ``gpu_vendor`` is the vendor gres.conf declares (``Flags=amd_gpu_env``: only its
     variable is set); ``None`` is Slurm's default, every vendor's variable.
     ``cpus_per_task`` is ``--cpus-per-task`` (``None``: not given, one CPU per task).
-    ``nodelist`` defaults to ``cn[001-N]``. Contradictory parameters raise
+    ``mpi="cray_shasta"`` is ``srun --mpi=cray_shasta`` (the default MPI plugin of HPE Cray
+    EX machines), which adds ``PALS_*`` to every task (as recorded from Slurm 22.05 and
+    24.11). ``nodelist`` defaults to ``cn[001-N]``. Contradictory parameters raise
     :class:`~clusterenv.ClusterEnvError`.
     """
     positive(
@@ -177,6 +180,16 @@ def slurm_env(
     }
     if within or distribution:
         env["SLURM_DISTRIBUTION"] = distribution or "block"
+    if mpi == "cray_shasta":
+        spool = f"/var/spool/slurmd/mpi_cray_shasta/{job}.0"
+        env |= {
+            "SLURM_MPI_TYPE": mpi,
+            "PALS_APID": f"{job}.0",
+            "PALS_RANKID": str(procid),
+            "PALS_NODEID": str(node),
+            "PALS_SPOOL_DIR": spool,
+            "PALS_APINFO": f"{spool}/apinfo",
+        }
     if within:
         env["SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0"] = env["SLURM_JOB_CPUS_PER_NODE"]
     return Launch(env | _step_gpus(gpus_per_node, gpus_per_task, local, counts[node], gpu_vendor))

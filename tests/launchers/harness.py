@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from clusterenv import detect_environment
 from tests.launchers.capture import scrub, scrub_text
 
 REPORT = Path(__file__).with_name("report.py")
@@ -201,39 +202,66 @@ def _check_allocation(
     assert len(specs) == 1, "a batch step or salloc shell is one process"
     spec, env = specs[0], envs[0]
     assert spec["role"] == ("batch" if "SLURMD_NODENAME" in env else "shell")
-    assert spec["hostnames"] == hostnames_of(env["SLURM_JOB_NODELIST"])
+    # A heterogeneous salloc shell describes component 0, all it has a node list of.
+    nodelist = env.get("SLURM_JOB_NODELIST") or env["SLURM_JOB_NODELIST_HET_GROUP_0"]
+    assert spec["hostnames"] == hostnames_of(nodelist)
     assert spec["num_nodes"] == len(spec["hostnames"])
     assert (spec["global_rank"], spec["local_rank"], spec["node_rank"]) == (0, 0, 0)
     assert spec["master_addr"] == spec["hostnames"][0]
 
 
-def check_torchrun(records: list[Record]) -> None:
+def check_ranks(records: list[Record], source: str) -> None:
+    """One launch of ``source`` whose tasks name their ranks: one consistent world, the
+    local ranks of each node 0..n-1, and where the task recorded it, torch.distributed's
+    own rank and world size (``report.py --torch``)."""
+    assert all("spec" in record for record in records), f"detection failed: {records}"
     specs = [record["spec"] for record in records]
-    assert {spec["source"] for spec in specs} == {"torchelastic"}
+    assert {spec["source"] for spec in specs} == {source}
     _agree(specs, "world_size", "num_nodes", "master_addr", "master_port", "job_id")
     assert specs[0]["world_size"] == len(specs)
     assert sorted(spec["global_rank"] for spec in specs) == list(range(len(specs)))
-    per_node = Counter(spec["node_rank"] for spec in specs)
-    assert sorted(per_node) == list(range(specs[0]["num_nodes"]))
-    for node, count in per_node.items():
-        local = sorted(spec["local_rank"] for spec in specs if spec["node_rank"] == node)
-        assert local == list(range(count))
-        assert {spec["devices_per_node"] for spec in specs if spec["node_rank"] == node} == {count}
-
-
-def check_mpi(records: list[Record], rank_name: str, size_name: str) -> None:
-    """Ranks and world size against the MPI launcher's own variables."""
-    specs = [record["spec"] for record in records]
-    assert {spec["source"] for spec in specs} == {"mpi"}
-    _agree(specs, "world_size", "num_nodes", "master_addr", "master_port", "job_id")
-    assert [spec["global_rank"] for spec in specs] == [int(r["env"][rank_name]) for r in records]
-    assert {spec["world_size"] for spec in specs} == {int(r["env"][size_name]) for r in records}
-    assert sorted(spec["global_rank"] for spec in specs) == list(range(len(specs)))
+    for record in records:
+        if "torch" in record:
+            truth = record["torch"]
+            spec = record["spec"]
+            assert (spec["global_rank"], spec["world_size"]) == (
+                truth["rank"],
+                truth["world_size"],
+            ), f"torch.distributed disagrees: {truth}"
     per_node = Counter(spec["node_rank"] for spec in specs)
     assert sorted(per_node) == list(range(specs[0]["num_nodes"]))
     for node, count in per_node.items():
         local = sorted(spec["local_rank"] for spec in specs if spec["node_rank"] == node)
         assert local == list(range(count)), f"node {node}: local ranks {local}"
+        assert {spec["devices_per_node"] for spec in specs if spec["node_rank"] == node} == {count}
+
+
+def check_torchrun(records: list[Record]) -> None:
+    check_ranks(records, "torchelastic")
+
+
+def check_mpi(records: list[Record], rank_name: str, size_name: str) -> None:
+    """Ranks and world size against the MPI launcher's own variables."""
+    check_ranks(records, "mpi")
+    for record in records:
+        env, spec = record["env"], record["spec"]
+        assert (spec["global_rank"], spec["world_size"]) == (
+            int(env[rank_name]),
+            int(env[size_name]),
+        )
+
+
+def _scrubbed_spec(record: Record) -> Record:
+    """The task's spec with this machine's host name scrubbed. Where the host name was part
+    of a job id (Open MPI 5's ``PMIX_NAMESPACE=prterun-<host>-<pid>@1``), the port derived
+    from it changes too: that one field is re-derived from the scrubbed environment."""
+    spec: Record = json.loads(scrub_text(json.dumps(record["spec"])))
+    if spec.get("job_id") != record["spec"].get("job_id"):
+        replay = detect_environment(
+            scrub(record["env"]), gpu_probe=lambda: (), cpu_probe=lambda: record["cpus"]
+        )
+        spec["master_port"] = replay.master_port
+    return spec
 
 
 def record_capture(
@@ -246,7 +274,8 @@ def record_capture(
         {
             "env": scrub(record["env"]),
             "cpus": record["cpus"],
-            "spec": json.loads(scrub_text(json.dumps(record["spec"]))),
+            "spec": _scrubbed_spec(record),
+            **({"torch": record["torch"]} if "torch" in record else {}),
         }
         for record in records
     ]

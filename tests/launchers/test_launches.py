@@ -49,6 +49,13 @@ SLURM_LAUNCHES = {
     "amd-gpus-per-task": "srun -w gpu-a1 --ntasks-per-node=2 --gpus-per-task=1 {task}",
     "intel-gpus": "srun -w cn003 --ntasks-per-node=2 --gpus-per-node=2 {task}",
     "cpus-per-task": "srun -N2 --ntasks-per-node=2 --cpus-per-task=2 {task}",
+    # Only *_HET_GROUP_N geometry, and SLURM_NTASKS counting every component.
+    "het-salloc-shell": "salloc -N1 -n1 : -N1 -n2 {task}",
+    # The default MPI plugin of HPE Cray EX machines: PALS_* in every srun task.
+    "cray-shasta-1x4": "srun -N1 -n4 --mpi=cray_shasta {task}",
+    "cray-shasta-2x2": "srun -N2 --ntasks-per-node=2 --mpi=cray_shasta {task}",
+    "cray-shasta-step-smaller-than-job": "salloc -N3 --ntasks-per-node=2 "
+    "srun -N1 -n2 -r1 --mpi=cray_shasta {task}",
 }
 GPUS_PER_NODE = {
     "sbatch-batch-step-typed-gpus": 2,
@@ -85,7 +92,7 @@ def _hostnames(records: list[dict[str, object]], slurm: Slurm) -> dict[str, list
         for record in records
         for env in [record["env"]]
         if isinstance(env, dict)
-        for name in ("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST")
+        for name in ("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_JOB_NODELIST_HET_GROUP_0")
         if name in env
     }
     return {nodelist: scontrol_hostnames(nodelist, slurm) or [] for nodelist in sorted(lists)}

@@ -38,6 +38,8 @@ __all__ = ["DETECTOR", "SlurmDetector", "TaskLayout", "parse_gpu_count"]
 _COMMON_PORTS = frozenset({12910, 29500, 1234, 12345})
 _HINT = "Slurm sets this inside a job; run the script under sbatch, salloc or srun"
 _STEP_HINT = "Slurm sets this in every srun task; launch the ranks with srun"
+#: An srun task: SLURM_STEPID is the old spelling, still set beside SLURM_STEP_ID.
+_STEP = ("SLURM_STEP_ID", "SLURM_STEPID")
 
 
 class SlurmDetector(Detector):
@@ -66,11 +68,14 @@ class SlurmDetector(Detector):
     def present(self, env: Mapping[str, str]) -> bool:
         return "SLURM_JOB_ID" in env or "SLURM_JOBID" in env
 
+    def runs_task(self, env: Mapping[str, str]) -> bool:
+        return self.present(env) and any(name in env for name in _STEP)
+
     def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
         job_id = reader.text("job_id", "SLURM_JOB_ID", "SLURM_JOBID", hint=_HINT)
         # Slurm's job ids are integers: anything else was set by hand.
         parse_integer(reader.first("job_id"), job_id, hint=_HINT)
-        step = "SLURM_STEP_ID" in reader.env
+        step = any(name in reader.env for name in _STEP)
         procid = reader.env.get("SLURM_PROCID")
         if not step and procid is not None and procid.strip() != "0":
             raise InconsistentEnvironmentError(
@@ -147,7 +152,7 @@ class SlurmDetector(Detector):
         warn(
             not ours
             and spec.role is Role.RANK
-            and "SLURM_STEP_ID" in env
+            and self.runs_task(env)
             and step_tasks not in ("", "1"),
             "double-launch",
             f"{launcher} runs inside an srun step with SLURM_STEP_TASKS_PER_NODE="
@@ -230,10 +235,14 @@ class SlurmDetector(Detector):
         num_nodes = reader.integer(
             "num_nodes", *het("SLURM_JOB_NUM_NODES", "SLURM_NNODES"), hint=_HINT, minimum=1
         )
-        layout = None
+        layout, ntasks = None, None
         if reader.lookup(*het("SLURM_TASKS_PER_NODE")):
             layout = self._layout(reader, *het("SLURM_TASKS_PER_NODE"))
-            ntasks = "SLURM_NTASKS" if "SLURM_NTASKS" in reader.env else None
+            # A het job's SLURM_NTASKS counts every component; its list is component 0's.
+            component = layout.name.removeprefix("SLURM_TASKS_PER_NODE")
+            ntasks = (
+                f"SLURM_NTASKS{component}" if f"SLURM_NTASKS{component}" in reader.env else None
+            )
             self._check_layout(reader, layout, num_nodes, ntasks)
         tasks_here = layout.on_node(0) if layout else 1
         gpus = slurm_gpus(reader, tasks_here)
@@ -242,7 +251,7 @@ class SlurmDetector(Detector):
                 "devices_per_node", "SLURM_NTASKS_PER_NODE", hint=_HINT, minimum=1
             )
             world_size = per_node * num_nodes
-        elif layout and "SLURM_NTASKS" in reader.env:  # -n: the tasks as Slurm placed them
+        elif layout and ntasks:  # -n: the tasks as Slurm placed them
             per_node, world_size = tasks_here, layout.num_tasks
             reader.note("devices_per_node", layout.name)
         elif gpus:
