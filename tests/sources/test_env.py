@@ -1,14 +1,15 @@
 """The env:// contract, from torch.distributed's documentation ("Environment variable
-initialization": MASTER_PORT, MASTER_ADDR, WORLD_SIZE, RANK; LOCAL_RANK and
-LOCAL_WORLD_SIZE as torch.distributed.launch and the DeepSpeed launcher export them)."""
+initialization": MASTER_PORT, MASTER_ADDR, WORLD_SIZE, RANK), with LOCAL_RANK and the
+ranks per node as Ray Train (LOCAL_WORLD_SIZE) and the DeepSpeed launcher (LOCAL_SIZE,
+CROSS_RANK, CROSS_SIZE) export them; both are also replayed from real launches."""
 
 from __future__ import annotations
 
 import pytest
 
-from clusterenv import InconsistentEnvironmentError
+from clusterenv import InconsistentEnvironmentError, MissingVariableError
 from clusterenv._diagnose import diagnose
-from clusterenv.testing import env_launch, kubeflow_env, torchrun_env
+from clusterenv.testing import deepspeed_env, env_launch, kubeflow_env, torchrun_env
 from tests.envs import detect, fields
 
 
@@ -41,12 +42,35 @@ def test_was_a_local_rank_0_of_1_before() -> None:
     assert detect(torchrun_env(1, 2, 1)).source.value == "torchelastic"
 
 
-def test_an_incomplete_contract_is_local_with_a_warning() -> None:
-    env = {k: v for k, v in env_launch(2, 4, 5).items() if k != "LOCAL_WORLD_SIZE"}
+def test_an_incomplete_set_names_what_is_missing() -> None:
+    """Was: a local rank 0 of 1, while torch.distributed initialised from RANK/WORLD_SIZE."""
+    env = {k: v for k, v in env_launch(2, 4, 5).items() if k not in ("LOCAL_WORLD_SIZE",)}
+    with pytest.raises(MissingVariableError, match="not LOCAL_WORLD_SIZE") as error:
+        detect(env)
+    assert error.value.variables == ("LOCAL_WORLD_SIZE",)
+    with pytest.raises(MissingVariableError, match="not LOCAL_RANK, MASTER_PORT"):
+        detect({"RANK": "1", "WORLD_SIZE": "2", "LOCAL_SIZE": "2", "MASTER_ADDR": "n1"})
+
+
+def test_a_partial_set_without_rank_and_world_size_is_local_with_a_warning() -> None:
+    env = {"MASTER_ADDR": "n1", "MASTER_PORT": "29500"}
     spec = detect(env)
     assert spec.source.value == "local"
     (warning,) = diagnose(spec, env)
-    assert "not LOCAL_WORLD_SIZE: not a complete env:// launch" in str(warning)
+    assert "not RANK, WORLD_SIZE: not an env:// launch" in str(warning)
+
+
+def test_the_deepspeed_launcher() -> None:
+    """DeepSpeed 0.19.8's launch.py: LOCAL_SIZE, CROSS_RANK, CROSS_SIZE, never
+    LOCAL_WORLD_SIZE (the shape of tests/data/captures/deepspeed-2-nodes.json)."""
+    spec = detect(deepspeed_env(2, 4, 6))
+    expected = {"source": "env", "world_size": 8, "num_nodes": 2, "node_rank": 1}
+    assert fields(spec, expected) == expected
+    assert (spec.local_rank, spec.devices_per_node, spec.gpus_per_node) == (2, 4, 4)
+    with pytest.raises(InconsistentEnvironmentError, match="CROSS_RANK='0'"):
+        detect(deepspeed_env(2, 4, 6) | {"CROSS_RANK": "0"})
+    with pytest.raises(InconsistentEnvironmentError, match="CROSS_SIZE='3'"):
+        detect(deepspeed_env(2, 4, 6) | {"CROSS_SIZE": "3"})
 
 
 def test_a_node_rank_that_disagrees_is_an_error() -> None:

@@ -71,3 +71,18 @@ def test_the_launch_node_is_never_the_main_address() -> None:
     )
     spec = detect(env)
     assert (spec.num_nodes, spec.master_addr) == (2, "h01")
+
+
+def test_a_jsrun_task_without_the_jobs_lsb_variables() -> None:
+    """JSM_NAMESPACE_* present, LSB_* not: still a jsrun task, never a local rank 0 of 1."""
+    env = {
+        "JSM_NAMESPACE_RANK": "5",
+        "JSM_NAMESPACE_SIZE": "12",
+        "JSM_NAMESPACE_LOCAL_RANK": "1",
+        "JSM_NAMESPACE_LOCAL_SIZE": "4",
+        "MASTER_ADDR": "h1",
+    }
+    spec = detect(env)
+    assert (spec.source.value, spec.node_rank, spec.num_nodes, spec.job_id) == ("lsf", 1, 3, None)
+    with pytest.raises(MissingVariableError, match="jsrun -E MASTER_ADDR"):
+        detect({k: v for k, v in env.items() if k != "MASTER_ADDR"})

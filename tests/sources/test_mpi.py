@@ -14,7 +14,7 @@ from clusterenv import (
     detect_environment,
 )
 from clusterenv._cli import main
-from clusterenv.testing import mpich_env, openmpi_env, slurm_env
+from clusterenv.testing import flux_env, mpich_env, openmpi_env, slurm_env
 
 
 def detect(env: dict[str, str]) -> ResourceSpec:
@@ -82,8 +82,52 @@ def test_srun_with_a_pmi_plugin_stays_slurm() -> None:
 
 
 def test_multi_node_without_master_addr_says_what_to_export() -> None:
-    with pytest.raises(MissingVariableError, match=r"2 nodes.*mpirun -x MASTER_ADDR"):
+    """Hydra (MPICH, Intel MPI) rejects Open MPI's -x: its option is -genv NAME VALUE."""
+    with pytest.raises(MissingVariableError, match=r"2 nodes.*mpirun -genv MASTER_ADDR \$"):
         detect(mpich_env(4, 1, ranks_per_node=2))
+    two_nodes = {
+        "OMPI_COMM_WORLD_RANK": "3",
+        "OMPI_COMM_WORLD_SIZE": "4",
+        "OMPI_COMM_WORLD_LOCAL_RANK": "1",
+        "OMPI_COMM_WORLD_LOCAL_SIZE": "2",
+    }
+    with pytest.raises(MissingVariableError, match=r"mpirun -x MASTER_ADDR="):
+        detect(two_nodes)
+
+
+def _open_mpi_5(rank: int, local_rank: int, size: int = 4, local_size: int = 4) -> dict[str, str]:
+    """A rank of Open MPI 5.0.11's mpirun (tests/data/captures/openmpi-5-np4.json)."""
+    return {
+        "OMPI_COMM_WORLD_RANK": str(rank),
+        "OMPI_COMM_WORLD_SIZE": str(size),
+        "OMPI_COMM_WORLD_LOCAL_RANK": str(local_rank),
+        "OMPI_COMM_WORLD_LOCAL_SIZE": str(local_size),
+        "OMPI_VERSION": "5.0.11",
+        "PMIX_RANK": str(rank),
+        "PMIX_NAMESPACE": "prterun-host-9770@1",
+        "PRTE_LAUNCHED": "1",
+    }
+
+
+def test_open_mpi_5_local_ranks_in_binding_order_are_one_node() -> None:
+    """mpirun -n 4 on one host: world ranks 0-3 get local ranks 0, 2, 1, 3 (was: an error
+    on ranks 1 and 2)."""
+    for rank, local_rank in enumerate((0, 2, 1, 3)):
+        spec = detect(_open_mpi_5(rank, local_rank))
+        assert (spec.num_nodes, spec.node_rank, spec.local_rank) == (1, 0, local_rank)
+
+
+def test_open_mpi_5_over_several_nodes_says_it_cannot_tell_the_node() -> None:
+    """Even where the local rank fits a placement (rank 2, local 1 of 2 per node looks
+    round robin), it is binding order, not evidence: never guess the node."""
+    with pytest.raises(InconsistentEnvironmentError, match="Open MPI 5 numbers local ranks"):
+        detect(_open_mpi_5(2, 1, size=4, local_size=2) | {"MASTER_ADDR": "n1"})
+
+
+def test_a_bare_pmi_rank_inside_a_flux_task_is_flux() -> None:
+    """Flux's PMI server sets PMI_RANK/PMI_SIZE in its tasks: they are Flux's ranks."""
+    env = flux_env(2, 2, 3, master_addr="n1") | {"PMI_RANK": "3", "PMI_SIZE": "4"}
+    assert detect(env).source.value == "flux"
 
 
 @pytest.mark.parametrize(

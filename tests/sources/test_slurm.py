@@ -288,3 +288,31 @@ def test_a_heterogeneous_salloc_shell_describes_component_0() -> None:
 def test_a_malformed_node_list_names_its_variable() -> None:
     with pytest.raises(HostlistError, match="SLURM_STEP_NODELIST"):
         detect(srun_task([2, 2], 1) | {"SLURM_STEP_NODELIST": "cn[001-"})
+
+
+def test_the_old_step_id_spelling_alone_is_a_step() -> None:
+    """SLURM_STEPID (pre-2.x, still set beside SLURM_STEP_ID) without SLURM_STEP_ID."""
+    env = {k: v for k, v in slurm_env(2, 2, 3).items() if k != "SLURM_STEP_ID"}
+    spec = detect(env)
+    assert (spec.role.value, spec.global_rank, spec.node_rank) == ("rank", 3, 1)
+
+
+def test_a_heterogeneous_salloc_shell_with_tasks_counts_component_0() -> None:
+    """Slurm 24.11 (tests/data/captures/slurm-24.11/het-salloc-shell.json): SLURM_NTASKS
+    counts every component, the task list only component 0's. Was: an error."""
+    env = {
+        "SLURM_JOB_ID": "1",
+        "SLURM_NTASKS": "3",
+        "SLURM_NPROCS": "3",
+        "SLURM_HET_SIZE": "2",
+        "SLURM_NTASKS_HET_GROUP_0": "1",
+        "SLURM_NTASKS_HET_GROUP_1": "2",
+        "SLURM_JOB_NODELIST_HET_GROUP_0": "cn001",
+        "SLURM_JOB_NODELIST_HET_GROUP_1": "cn002",
+        "SLURM_JOB_NUM_NODES_HET_GROUP_0": "1",
+        "SLURM_JOB_NUM_NODES_HET_GROUP_1": "1",
+        "SLURM_TASKS_PER_NODE_HET_GROUP_0": "1",
+        "SLURM_TASKS_PER_NODE_HET_GROUP_1": "2",
+    }
+    spec = detect(env)
+    assert (spec.role.value, spec.world_size, spec.hostnames) == ("shell", 1, ("cn001",))
