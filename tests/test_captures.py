@@ -5,6 +5,7 @@ checks, on machines without Slurm, torchrun or MPI."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -67,3 +68,17 @@ CHECKS: dict[str, Callable[[list[dict[str, Any]]], None]] = {
     "mpich": lambda records: check_mpi(records, "PMI_RANK", "PMI_SIZE"),
     "intel-mpi": lambda records: check_mpi(records, "PMI_RANK", "PMI_SIZE"),
 }
+
+
+def test_the_proof_table_claims_only_what_the_captures_show() -> None:
+    """docs/detection.md's "What is proven" table: every capture it names exists, and every
+    launcher version recorded in a capture is the one it states."""
+    text = (CAPTURES.parents[2] / "docs" / "detection.md").read_text()
+    table = text[text.index("## What is proven") : text.index("## Slurm: three situations")]
+    rows = [line.split("|") for line in table.splitlines() if line.startswith("| ")]
+    named = {name for row in rows[1:] for name in re.findall(r"`([a-z0-9.-]+)`", row[-2])}
+    assert named <= {path.stem for path in CAPTURE_FILES}, "a capture the table names is missing"
+    for path in CAPTURE_FILES:
+        recorded = json.loads(path.read_text()).get("version")
+        if recorded:
+            assert recorded.split()[-1] in table, f"{path.name}: {recorded} is not in the table"
