@@ -46,19 +46,16 @@ def deepspeed_env(
     placed by node), as ``deepspeed/launcher/launch.py`` 0.19.8 sets it and recorded from
     real launches: ``LOCAL_SIZE``, ``CROSS_RANK`` (the node) and ``CROSS_SIZE`` (nodes)
     instead of ``LOCAL_WORLD_SIZE``, and the node's devices in ``CUDA_VISIBLE_DEVICES``."""
-    positive("deepspeed_env", nodes=nodes, ranks_per_node=ranks_per_node)
-    rank_of("deepspeed_env", rank, nodes * ranks_per_node)
-    port("deepspeed_env", master_port)
+    launch = env_launch(
+        nodes, ranks_per_node, rank, master_addr=master_addr, master_port=master_port
+    )
+    del launch["LOCAL_WORLD_SIZE"]
     return Launch(
-        {
-            "RANK": str(rank),
-            "WORLD_SIZE": str(nodes * ranks_per_node),
-            "LOCAL_RANK": str(rank % ranks_per_node),
+        launch
+        | {
             "LOCAL_SIZE": str(ranks_per_node),
             "CROSS_RANK": str(rank // ranks_per_node),
             "CROSS_SIZE": str(nodes),
-            "MASTER_ADDR": master_addr,
-            "MASTER_PORT": str(master_port),
             "CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in range(ranks_per_node)),
         }
     )
