@@ -124,6 +124,34 @@ def test_slurm_launch(name: str, tmp_path: Path, slurm_cluster: Slurm) -> None:
     )
 
 
+# Three CPUs per node and no task count: like a core's two hyperthreads or --exclusive.
+NO_TASK_COUNT = f"{SBATCH} -N2 --mincpus=3 --wrap '{{task}}; srun {{task}}'"
+
+
+@pytest.mark.slurm
+def test_a_batch_step_without_a_task_count_describes_what_srun_starts(
+    tmp_path: Path, slurm_cluster: Slurm
+) -> None:
+    """Without -n, SLURM_TASKS_PER_NODE counts CPUs (3 per node here; 4 with --exclusive, 2
+    for a core's hyperthreads), and a bare srun starts one task per node: the batch step's
+    world is what that srun really started (was: 6)."""
+    records = launch(NO_TASK_COUNT, tmp_path, slurm=slurm_cluster)
+    hostnames = _hostnames(records, slurm_cluster)
+    check_slurm(records, hostnames.__getitem__)
+    (batch,) = [record for record in records if record["spec"]["role"] == "batch"]
+    assert batch["env"]["SLURM_TASKS_PER_NODE"] == "3(x2)"
+    assert "SLURM_NTASKS" not in batch["env"]
+    assert batch["spec"]["world_size"] == len(records) - 1 == 2
+    name = _capture_name("sbatch-no-task-count", slurm_cluster)
+    version = slurm_version(slurm_cluster)
+    record_capture(
+        name,
+        NO_TASK_COUNT,
+        records,
+        {"launcher": "slurm", "version": version, "hostnames": hostnames},
+    )
+
+
 @pytest.mark.slurm
 def test_gpus_per_task_binds_one_device_per_task(tmp_path: Path, slurm_cluster: Slurm) -> None:
     records = launch(SLURM_LAUNCHES["gpus-per-task"], tmp_path, slurm=slurm_cluster)

@@ -9,8 +9,10 @@ the job name (salloc names its jobs ``interactive`` and their srun steps inherit
   variables still describe the job; ranks come from ``SLURM_PROCID``/``LOCALID``/``NODEID``.
 * **batch step** (``SLURM_PROCID`` set but no ``SLURM_STEP_ID``) and **salloc shell** (neither
   set): one process that describes the allocation. Its ranks are 0 and the world size is
-  what an ``srun`` over the allocation should start: ``--ntasks-per-node`` if given, else one
-  rank per GPU, else the job's task layout.
+  what an ``srun`` over the allocation should start: ``--ntasks-per-node`` if given, else the
+  tasks of ``-n`` as Slurm placed them, else one rank per GPU, else one task per node (what
+  a bare ``srun`` starts: without a task count ``SLURM_TASKS_PER_NODE`` counts CPUs, e.g. a
+  core's two hyperthreads or a whole ``--exclusive`` node).
 
 The main address is the first host of the node list (``MASTER_ADDR`` overrides); the main
 port is ``MASTER_PORT`` or derived from the job id (:func:`~clusterenv.sources._geometry.job_port`).
@@ -260,11 +262,9 @@ class SlurmDetector(Detector):
         elif visible:  # GPUs seen without gres: still one rank per GPU
             per_node, world_size = visible, visible * num_nodes
             reader.derive("devices_per_node", "visible_devices")
-        elif layout:
-            per_node, world_size = tasks_here, layout.num_tasks
-            reader.note("devices_per_node", layout.name)
-        else:
+        else:  # without a task count SLURM_TASKS_PER_NODE counts CPUs; srun starts one task
             per_node, world_size = 1, num_nodes
+            reader.derive("devices_per_node", "num_nodes")
         reader.derive("world_size", "devices_per_node", "num_nodes")
         fields: Fields = {
             "role": Role.BATCH if "SLURM_PROCID" in reader.env else Role.SHELL,
