@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Mapping
@@ -14,10 +15,20 @@ from clusterenv._gpu_probe import probe_gpus
 from clusterenv._reader import MAX_VALUE_LENGTH, EnvReader, FileReader, GpuProbe, read_text_file
 from clusterenv._safe import shorten
 from clusterenv._spec import ResourceSpec, Source
-from clusterenv.exceptions import InconsistentEnvironmentError, InvalidVariableError
+from clusterenv.exceptions import (
+    ClusterEnvError,
+    InconsistentEnvironmentError,
+    InvalidVariableError,
+)
 from clusterenv.sources import DETECTORS, Detector, present, read_by_a_source
 
-__all__ = ["FORCE_VARIABLE", "Detection", "detect_environment", "explain_environment"]
+__all__ = [
+    "FORCE_VARIABLE",
+    "Detection",
+    "detect_environment",
+    "explain_environment",
+    "host_files",
+]
 
 #: Names a source to use regardless of what else is set; ``local`` ignores every scheduler.
 FORCE_VARIABLE = "CLUSTERENV_SOURCE"
@@ -121,6 +132,17 @@ def explain_environment(
     reason = f"{FORCE_VARIABLE}={shorten(forced)!r}" if forced else detector.reason
     origins = {field: reader.describe(field) for field in reader.origins}
     return Detection(spec, reason, origins, dict(reader.origins), detector.describe(spec))
+
+
+def host_files(env: Mapping[str, str], read_file: FileReader = read_text_file) -> dict[str, str]:
+    """The host files that detecting ``env`` reads, as `clusterenv capture` records them: path
+    -> hosts and slot counts in the layout of the source that reads it (never other text).
+    Also where detection then fails: a broken environment is still captured whole."""
+    reader = EnvReader(env, read_file)
+    with contextlib.suppress(ClusterEnvError):
+        _check_lengths(reader.env)
+        _choose(reader.env).read(reader, tuple)
+    return reader.files
 
 
 def _detect(

@@ -7,6 +7,8 @@ import os
 import re
 import stat
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import NoReturn
 
 from clusterenv._safe import redact_value, shorten
 from clusterenv._spec import GpuInventory
@@ -17,10 +19,11 @@ __all__ = [
     "MAX_FILE_BYTES",
     "MAX_HOST_LINES",
     "MAX_VALUE_LENGTH",
+    "SLOT_LINES",
     "EnvReader",
     "FileReader",
     "GpuProbe",
-    "host_lines",
+    "HostFile",
     "parse_integer",
     "read_bytes",
     "read_text_file",
@@ -74,28 +77,62 @@ def read_bytes(path: str) -> bytes:
     return data
 
 
-def host_lines(name: str, path: str, text: str, hint: str) -> list[str]:
-    """The host of each line of host file ``path`` (named by variable ``name``): its first
-    word, one line per slot, so hosts repeat. Anything but host names is refused, so that
-    a variable naming another file (``/proc/self/environ``) shows none of its text."""
-    hosts: list[str] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        words = line.split(maxsplit=1)
-        if not words:
-            continue
-        if not _HOST.fullmatch(words[0]) or len(hosts) >= MAX_HOST_LINES:
-            problem = (
-                f"more than {MAX_HOST_LINES} lines"
-                if len(hosts) >= MAX_HOST_LINES
-                else f"line {number} is not a host name"
-            )
-            raise InvalidVariableError(
-                f"{name}={shorten(path)!r} is not a host file: {problem}",
-                variables=(name,),
-                hint=f"{hint}; the file lists one host name per line (per slot)",
-            )
-        hosts.append(words[0])
-    return hosts
+@dataclass(frozen=True)
+class HostFile:
+    """How a scheduler's host file lists its hosts; each source names the layout of each
+    file it reads. ``counted``: one line per host whose second word is its slot count (Grid
+    Engine's ``PE_HOSTFILE``: ``node01 4 all.q@node01 UNDEFINED``); otherwise one line per
+    slot, so hosts repeat (``PBS_NODEFILE``, ``LSB_DJOB_HOSTFILE``).
+
+    Anything but host names (and counts) is refused, so that a variable naming another file
+    (``/proc/self/environ``) shows none of its text; at most ``MAX_HOST_LINES`` slots.
+    """
+
+    counted: bool = False
+
+    def slots(self, name: str, path: str, text: str, hint: str) -> list[tuple[str, int]]:
+        """``(host, slots)`` for each line of host file ``path``, named by variable ``name``."""
+        entries: list[tuple[str, int]] = []
+        total = 0
+        for number, line in enumerate(text.splitlines(), 1):
+            words = line.split(maxsplit=2)
+            if not words:
+                continue
+            count = self._count(words)
+            if count is None or not _HOST.fullmatch(words[0]):
+                self._refuse(name, path, hint, f"line {number} is not {self.describe()}")
+            total += count
+            if total > MAX_HOST_LINES:
+                self._refuse(name, path, hint, f"more than {MAX_HOST_LINES} slots")
+            entries.append((words[0], count))
+        return entries
+
+    def _refuse(self, name: str, path: str, hint: str, problem: str) -> NoReturn:
+        raise InvalidVariableError(
+            f"{name}={shorten(path)!r} is not a host file: {problem}",
+            variables=(name,),
+            hint=f"{hint}; the file lists {self.describe()} per line",
+        )
+
+    def text(self, entries: Sequence[tuple[str, int]]) -> str:
+        """The file as `capture` records it: host names and counts, nothing else."""
+        if self.counted:
+            return "".join(f"{host} {count}\n" for host, count in entries)
+        return "".join(f"{host}\n" for host, _ in entries)
+
+    def describe(self) -> str:
+        return "a host name and its slot count" if self.counted else "one host name (per slot)"
+
+    def _count(self, words: list[str]) -> int | None:
+        if not self.counted:
+            return 1
+        if len(words) < 2 or not words[1].isdigit() or len(words[1]) > MAX_DIGITS:
+            return None
+        return int(words[1])
+
+
+#: One line per slot: PBS's and LSF's host files.
+SLOT_LINES = HostFile()
 
 
 class EnvReader:
@@ -110,10 +147,15 @@ class EnvReader:
     def __init__(self, env: Mapping[str, str], read_file: FileReader = read_text_file) -> None:
         self.env = env
         self.origins: dict[str, tuple[str, ...]] = {}
+        #: The host files read: path -> their hosts and counts (:meth:`HostFile.text`).
+        self.files: dict[str, str] = {}
         self._read_file = read_file
 
-    def hosts(self, field: str, name: str, *, hint: str) -> list[str]:
-        """The hosts of the host file that variable ``name`` names, one per slot."""
+    def hosts(
+        self, field: str, name: str, *, hint: str, layout: HostFile = SLOT_LINES
+    ) -> list[str]:
+        """The hosts of the host file that variable ``name`` names, one per slot, read in
+        the source's ``layout``; the file's hosts and counts are kept in ``files``."""
         path = self.text(field, name, hint=hint)
         try:
             text = self._read_file(path)
@@ -123,7 +165,9 @@ class EnvReader:
                 variables=(name,),
                 hint=f"{hint}; the file must be a readable regular file on this node",
             ) from None
-        return host_lines(name, path, text, hint)
+        entries = layout.slots(name, path, text, hint)
+        self.files[path] = layout.text(entries)
+        return [host for host, count in entries for _ in range(count)]
 
     def lookup(self, *names: str) -> tuple[str, str] | None:
         """``(name, value)`` of the first of ``names`` that is set, else ``None``."""

@@ -6,7 +6,6 @@ stdin), and must yield variables; the host files a capture carries are host name
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
 from collections.abc import Mapping
@@ -16,11 +15,10 @@ from typing import Any, NamedTuple
 from pydantic import ValidationError
 
 from clusterenv._capture import launcher_variables
-from clusterenv._detect import explain_environment
+from clusterenv._detect import host_files
 from clusterenv._machine import Machine
-from clusterenv._reader import MAX_FILE_BYTES, host_lines, read_bytes, read_text_file
+from clusterenv._reader import MAX_FILE_BYTES, read_bytes
 from clusterenv._safe import escape, shorten
-from clusterenv.exceptions import ClusterEnvError
 
 __all__ = ["CAPTURE_VERSION", "FORMATS", "EnvFile", "Usage", "capture", "read_env_file"]
 
@@ -109,23 +107,14 @@ def _strings(data: Mapping[object, object]) -> dict[str, str]:
 
 def capture(env: Mapping[str, str], machine: Machine | None) -> dict[str, Any]:
     """What `inspect --env-file` needs to give the same report on another machine: the
-    launcher and network variables, the host names of the host files detection reads (PBS,
-    LSF; never a host file's raw text: a variable may name any file) and ``machine`` (the
-    GPU probe's result, CPUs, versions, host)."""
-    files: dict[str, str] = {}
-
-    def record(path: str) -> str:
-        text = read_text_file(path)
-        hosts = host_lines("host file", path, text, hint="")  # refuses anything else
-        files[path] = "".join(f"{host}\n" for host in hosts)
-        return text
-
-    with contextlib.suppress(ClusterEnvError):  # a broken environment is still captured
-        explain_environment(env, gpu_probe=tuple, cpu_probe=lambda: None, read_file=record)
+    launcher and network variables, the hosts and slot counts of the host files detection
+    reads, in the layout of the source that reads each (never a host file's raw text: a
+    variable may name any file), and ``machine`` (the GPU probe's result, CPUs, versions,
+    host)."""
     return {
         "schema_version": CAPTURE_VERSION,
         "captured_at": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
         "env": launcher_variables(env),
-        "files": files,
+        "files": host_files(env),
         "machine": machine.model_dump(mode="json") if machine else None,
     }
