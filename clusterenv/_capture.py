@@ -17,11 +17,11 @@ _CORE_PREFIXES = ("CUDA_",)
 _CORE_NAMES = frozenset({"CLUSTERENV_SOURCE", *GPU_VARIABLES})
 
 
-def _captured(name: str) -> bool:
+def _captured(name: str, env: Mapping[str, str]) -> bool:
     return (
         name.startswith(_CORE_PREFIXES)
         or name in _CORE_NAMES
-        or read_by_a_source(name)
+        or read_by_a_source(name, env)
         or is_network(name)
     )
 
@@ -32,5 +32,5 @@ def launcher_variables(env: Mapping[str, str], *, redact: bool = True) -> dict[s
     return {
         name: redact_value(name, value) if redact else value
         for name, value in sorted(env.items())
-        if _captured(name)
+        if _captured(name, env)
     }

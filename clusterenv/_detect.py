@@ -52,7 +52,7 @@ def _choose(env: Mapping[str, str]) -> Detector:
 def _check_lengths(env: Mapping[str, str]) -> None:
     """Refuse an over-long value of any variable a source reads, before parsing anything."""
     for name, value in env.items():
-        if len(value) > MAX_VALUE_LENGTH and read_by_a_source(name):
+        if len(value) > MAX_VALUE_LENGTH and read_by_a_source(name, env):
             raise InvalidVariableError(
                 f"{name}={shorten(value)!r} is longer than {MAX_VALUE_LENGTH} characters, "
                 "more than any launcher writes",

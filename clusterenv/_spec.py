@@ -28,6 +28,7 @@ class Source(str, Enum):
     FLUX = "flux"
     LSF = "lsf"
     PBS = "pbs"
+    GRIDENGINE = "gridengine"
     KUBEFLOW = "kubeflow"
     ENV = "env"
     LOCAL = "local"

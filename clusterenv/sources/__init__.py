@@ -33,11 +33,16 @@ DETECTORS: tuple[Detector, ...] = tuple(
 
 _PREFIXES = tuple(v for d in DETECTORS for v in d.variables if v.endswith("_"))
 _NAMES = frozenset(v for d in DETECTORS for v in d.variables if not v.endswith("_"))
+_SHARING = tuple(d for d in DETECTORS if d.shared_variables)
 
 
-def read_by_a_source(name: str) -> bool:
-    """Whether variable ``name`` is one that some source reads (and `capture` records)."""
-    return name.startswith(_PREFIXES) or name in _NAMES
+def read_by_a_source(name: str, env: Mapping[str, str]) -> bool:
+    """Whether variable ``name`` of ``env`` is one that some source reads (and `capture`
+    records): a source's own names always, its generic ``shared_variables`` where it is
+    present in ``env``."""
+    if name.startswith(_PREFIXES) or name in _NAMES:
+        return True
+    return any(name in detector.shared_variables and detector.present(env) for detector in _SHARING)
 
 
 def detector_for(source: Source) -> Detector:

@@ -54,6 +54,9 @@ class Detector(ABC):
     #: The variables it reads, which `clusterenv capture` records; a name ending in ``_``
     #: stands for every variable with that prefix.
     variables: ClassVar[tuple[str, ...]]
+    #: Generic names (``JOB_ID``) that other programs set too: read, captured and cleared by
+    #: the pytest plugin only where this source is present, never on their own.
+    shared_variables: ClassVar[tuple[str, ...]] = ()
     #: The command that starts this source's ranks (``srun``); ``""`` where there is none.
     launcher: ClassVar[str] = ""
     roles: ClassVar[Roles] = Roles()

@@ -29,17 +29,21 @@ PORT_BASE = 20000
 PORT_SPAN = 12000
 
 
-def job_port(job_id: str) -> int:
+def job_port(job_id: str, task: str | None = None) -> int:
     """The main port of a job that sets no ``MASTER_PORT``, the same in all its ranks.
 
     ``PORT_BASE`` + the id's leading number (``4242``, ``4242.pbs01``) % ``PORT_SPAN``: any
     ``PORT_SPAN`` consecutive jobs, i.e. those that can share a node at one time, get
     distinct ports, all below Linux's ephemeral range (32768-60999) that outgoing
     connections draw from. Ids without a number (Flux's ``ƒ2Xb8GNp3``, PMIx namespaces)
-    are spread by their CRC-32 instead.
+    are spread by their CRC-32 instead, as are the tasks of an array job that share one id
+    (Grid Engine's ``4242`` task ``3``), which run at once.
     """
     match = _LEADING_NUMBER.match(job_id)
-    number = int(match.group(1)) if match else zlib.crc32(job_id.encode())
+    if task is not None:
+        number = zlib.crc32(f"{job_id}.{task}".encode())
+    else:
+        number = int(match.group(1)) if match else zlib.crc32(job_id.encode())
     return PORT_BASE + number % PORT_SPAN
 
 

@@ -31,6 +31,7 @@ hosts with Open MPI (MPICH's are).
 
 from clusterenv.testing._env import deepspeed_env, env_launch
 from clusterenv.testing._flux import flux_env
+from clusterenv.testing._gridengine import gridengine_env
 from clusterenv.testing._kubeflow import kubeflow_env
 from clusterenv.testing._launch import Launch
 from clusterenv.testing._local import local_env
@@ -46,6 +47,7 @@ __all__ = [
     "deepspeed_env",
     "env_launch",
     "flux_env",
+    "gridengine_env",
     "kubeflow_env",
     "local_env",
     "lsf_env",

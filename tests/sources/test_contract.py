@@ -77,12 +77,13 @@ def test_present_detected_and_every_field_traced(source: Source, launch: Launch)
     assert detection.reason == detector.reason
     # Every value that is not a launcher's fixed shape (one rank per pod, the batch step's
     # rank 0, the loopback address, the probe's GPUs) comes from variables.
-    traced = set() if source is Source.LOCAL else {"world_size", "num_nodes"}
+    standalone = spec.role is Role.STANDALONE  # one process: its geometry is the machine's
+    traced = set() if standalone else {"world_size", "num_nodes"}
     if spec.role is Role.RANK:
         traced |= {"global_rank", "node_rank"}
     if spec.local_rank:
         traced.add("local_rank")
-    if spec.devices_per_node > 1 and not (source is Source.LOCAL and spec.visible_devices == probe):
+    if spec.devices_per_node > 1 and not (standalone and spec.visible_devices == probe):
         traced.add("devices_per_node")
     traced |= {name for name in ("hostnames", "job_id") if getattr(spec, name)}
     if spec.visible_devices != probe:

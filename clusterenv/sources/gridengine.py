@@ -1,0 +1,132 @@
+"""Grid Engine (Son of Grid Engine, Altair Grid Engine, Open Cluster Scheduler): the job
+script of ``qsub`` / ``qrsh``, detected by ``JOB_ID`` with ``SGE_TASK_ID`` (set in every
+job, ``undefined`` outside array jobs), never by ``SGE_ROOT``, which login shells carry.
+
+Two roles, by the job's parallel environment (``qsub -pe NAME SLOTS``):
+
+* **with one** (``PE_HOSTFILE`` set): the job script over the PE's hosts, like PBS's. The
+  host file lists one line per host with its slot count (``node01 4 all.q@node01
+  UNDEFINED``): the nodes are its hosts in order, the ranks per node the first host's
+  slots, the world the slots (``NSLOTS``, ``NHOSTS`` must agree). Grid Engine starts no
+  ranks itself: ``mpirun`` inside does (Open MPI reads the host file), and the MPI source
+  then wins.
+* **without one**: a single process that owns its slot, like a local run: one rank per
+  visible GPU, spawned by the framework.
+
+The main address is the first host (``MASTER_ADDR`` overrides); the port ``MASTER_PORT``,
+else derived from the job id and, in an array job, its task (the tasks of one array run at
+once and must not share a port). Measured with Son of Grid Engine 8.1.9 (Debian 12), live
+in the suite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from clusterenv._finding import Finding
+from clusterenv._gpu import gpu_fields
+from clusterenv._reader import EnvReader, GpuProbe, HostFile, parse_integer
+from clusterenv._safe import shorten
+from clusterenv._spec import ResourceSpec, Role, Source
+from clusterenv.exceptions import InconsistentEnvironmentError
+from clusterenv.sources._detector import Detector, Fields, Hints, Roles
+from clusterenv.sources._geometry import job_port, job_script_fields, uneven_slots
+
+__all__ = ["DETECTOR", "GridEngineDetector"]
+
+_HINT = "Grid Engine sets this in the job; run inside qsub or qrsh"
+#: ``PE_HOSTFILE``: ``host slots queue processor-range`` per line.
+PE_HOSTFILE = HostFile(counted=True)
+
+
+class GridEngineDetector(Detector):
+    source = Source.GRIDENGINE
+    name = "Grid Engine"
+    reason = "JOB_ID and SGE_TASK_ID are set: inside a Grid Engine job"
+    variables = ("SGE_", "PE_HOSTFILE", "NSLOTS", "NHOSTS", "NQUEUES")
+    #: Names other programs use too (Jenkins sets JOB_NAME): read only inside a job.
+    shared_variables = ("JOB_ID", "JOB_NAME", "PE", "QUEUE")
+    launch_keys = ("JOB_ID", "SGE_TASK_ID")
+    launcher = "mpirun"
+    version_command = ("qstat", "-help")  # "SGE 8.1.9"
+    roles = Roles(
+        batch="the job script of a Grid Engine job with a parallel environment (job{job})",
+        standalone="a Grid Engine job without a parallel environment (job{job})",
+    )
+    hints = Hints(
+        num_nodes="change the parallel environment's allocation rule or slots (qsub -pe)",
+        devices="use a parallel environment with a fixed allocation_rule (slots per host)",
+        uneven="use a parallel environment whose allocation_rule is a fixed number",
+    )
+
+    def present(self, env: Mapping[str, str]) -> bool:
+        return "JOB_ID" in env and "SGE_TASK_ID" in env
+
+    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
+        job_id = reader.text("job_id", "JOB_ID", hint=_HINT)
+        parse_integer("JOB_ID", job_id, hint=_HINT)  # Grid Engine's job ids are integers
+        task = reader.env.get("SGE_TASK_ID", "undefined").strip()
+        gpus = gpu_fields(reader, gpu_probe)
+        if "PE_HOSTFILE" in reader.env:
+            fields = self._parallel(reader)
+            hosts = fields["hostnames"]
+        else:  # one process, one rank per GPU, like a local run
+            reader.derive("world_size", "visible_devices")
+            per_node = max(1, gpus["gpus_per_node"])
+            fields = {
+                "role": Role.STANDALONE,
+                "num_nodes": 1,
+                "devices_per_node": per_node,
+                "world_size": per_node,
+                "global_rank": 0,
+                "local_rank": 0,
+                "node_rank": 0,
+            }
+            hosts = ()
+        master_addr = reader.optional("master_addr", "MASTER_ADDR")
+        if master_addr is None:
+            reader.derive("master_addr", "hostnames")
+            master_addr = hosts[0] if hosts else "127.0.0.1"
+        array = None if task == "undefined" else task
+        return {
+            **fields,
+            "source": self.source,
+            "job_id": job_id if array is None else f"{job_id}.{array}",
+            "master_addr": master_addr,
+            "master_port": reader.port(
+                job_port(job_id, task=array),
+                hint="export MASTER_PORT as a free TCP port, or unset it",
+            ),
+            **gpus,
+        }
+
+    @staticmethod
+    def _parallel(reader: EnvReader) -> Fields:
+        """The job script of a parallel job: what mpirun should start over the PE's hosts."""
+        slots = reader.hosts("hostnames", "PE_HOSTFILE", hint=_HINT, layout=PE_HOSTFILE)
+        if not slots:
+            raise InconsistentEnvironmentError(
+                f"PE_HOSTFILE={shorten(reader.env['PE_HOSTFILE'])!r} lists no host",
+                variables=("PE_HOSTFILE",),
+                hint=_HINT,
+            )
+        for name, value in (("NSLOTS", len(slots)), ("NHOSTS", len(set(slots)))):
+            stated = reader.env.get(name)
+            if stated is not None and stated.strip() != str(value):
+                raise InconsistentEnvironmentError(
+                    f"PE_HOSTFILE lists {value} {'slots' if name == 'NSLOTS' else 'hosts'} "
+                    f"but {name}={shorten(stated)!r}",
+                    variables=("PE_HOSTFILE", name),
+                    hint="Grid Engine writes both for one job; look for one exported by hand",
+                )
+        return job_script_fields(reader, slots)
+
+    def diagnose(
+        self, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]
+    ) -> list[Finding]:
+        if spec.source is not self.source:
+            return []
+        return uneven_slots(spec, "a PE allocation_rule of N slots per host")
+
+
+DETECTOR = GridEngineDetector()
