@@ -13,7 +13,15 @@ from typing import Any
 import pytest
 
 from clusterenv import detect_environment
-from tests.launchers.harness import CAPTURES, check_mpi, check_ranks, check_slurm, check_torchrun
+from clusterenv.testing import Launch
+from tests.launchers.harness import (
+    CAPTURES,
+    check_gridengine,
+    check_mpi,
+    check_ranks,
+    check_slurm,
+    check_torchrun,
+)
 
 # Top level: Slurm 22.05 (Debian 12), torchrun, MPI; slurm-24.11/: Debian trixie's Slurm.
 CAPTURE_FILES = sorted(CAPTURES.rglob("*.json"))
@@ -23,7 +31,7 @@ IDS = [str(path.relative_to(CAPTURES).with_suffix("")) for path in CAPTURE_FILES
 def test_captures_exist() -> None:
     launchers = {json.loads(path.read_text())["launcher"] for path in CAPTURE_FILES}
     assert {"slurm", "torchrun", "torchrun+slurm", "openmpi", "mpich"} <= launchers
-    assert {"deepspeed", "accelerate", "ray", "intel-mpi"} <= launchers
+    assert {"deepspeed", "accelerate", "ray", "intel-mpi", "gridengine"} <= launchers
     versions = {
         capture["version"].split()[-1][:5]
         for capture in (json.loads(path.read_text()) for path in CAPTURE_FILES)
@@ -42,8 +50,9 @@ def test_replay(path: Path) -> None:
     records = []
     for task in capture["tasks"]:
         cpus: int | None = task.get("cpus")  # what the task's CPU probe saw
+        files = Launch({}, task.get("files", {}))  # the host files it read (Grid Engine's)
         spec = detect_environment(
-            task["env"], gpu_probe=lambda: (), cpu_probe=_returning(cpus)
+            task["env"], gpu_probe=lambda: (), cpu_probe=_returning(cpus), read_file=files.read_file
         ).model_dump(mode="json")
         assert spec == task["spec"], f"{capture['command']}: detection changed"
         truth = {"torch": task["torch"]} if "torch" in task else {}
@@ -67,6 +76,7 @@ CHECKS: dict[str, Callable[[list[dict[str, Any]]], None]] = {
     "openmpi": lambda records: check_mpi(records, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
     "mpich": lambda records: check_mpi(records, "PMI_RANK", "PMI_SIZE"),
     "intel-mpi": lambda records: check_mpi(records, "PMI_RANK", "PMI_SIZE"),
+    "gridengine": check_gridengine,
 }
 
 

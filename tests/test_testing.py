@@ -13,7 +13,9 @@ import pytest
 
 from clusterenv import ClusterEnvError, detect_environment
 from clusterenv.testing import (
+    Launch,
     deepspeed_env,
+    gridengine_env,
     local_env,
     mpich_env,
     openmpi_env,
@@ -41,6 +43,10 @@ MACHINE = frozenset(
         *(f"PMIX_SERVER_URI{version}" for version in ("2", "21", "3", "4", "41")),
         # srun --mpi=cray_shasta: its spool folder on the node
         *("PALS_SPOOL_DIR", "PALS_APINFO"),
+        # Grid Engine: its paths, ports and submit host
+        *("PE_HOSTFILE", "SGE_ROOT", "SGE_BINARY_PATH", "SGE_JOB_SPOOL_DIR", "SGE_CWD_PATH"),
+        *("SGE_O_HOME", "SGE_O_HOST", "SGE_O_PATH", "SGE_O_WORKDIR", "SGE_STDIN_PATH"),
+        *("SGE_STDOUT_PATH", "SGE_STDERR_PATH", "SGE_QMASTER_PORT", "SGE_EXECD_PORT"),
     }
 )
 Mock = Callable[[dict[str, str]], dict[str, str]]  # a captured task's env -> the mock of it
@@ -121,6 +127,19 @@ MOCKS: dict[str, Mock] = {
     "deepspeed-2-nodes": lambda real: deepspeed_env(
         2, 2, int(real["RANK"]), master_addr="127.0.0.1", master_port=int(real["MASTER_PORT"])
     ),
+    "gridengine-pe": lambda real: gridengine_env(
+        1, 4, job_id=real["JOB_ID"], names=["build-host"], job_name="python"
+    ),
+    "gridengine-no-pe": lambda real: gridengine_env(
+        pe=None, job_id=real["JOB_ID"], job_name="python"
+    ),
+    "gridengine-array": lambda real: gridengine_env(
+        pe=None,
+        job_id=real["JOB_ID"],
+        task=int(real["SGE_TASK_ID"]),
+        last_task=3,
+        job_name="python",
+    ),
     "torchrun-inside-srun": lambda real: slurm(nodes=2, tasks_per_node=1)(real) | torchrun(2)(real),
 }
 NOT_MODELLED = {"array-job", "het-job", "mpi-pmi2", "mpi-pmix"}
@@ -128,7 +147,11 @@ NOT_MODELLED |= {"step-smaller-than-job", "cray-shasta-step-smaller-than-job", "
 # Launchers whose tasks the builders do not model (their own shapes are in the captures).
 NOT_MODELLED |= {"accelerate-cpu", "accelerate-multi", "ray-train", "intel-mpi-under-slurm"}
 NOT_MODELLED |= {"openmpi-5-np4", "mpich-5-2-nodes", "intel-mpi-2-nodes"}
-NOT_MODELLED |= {"sbatch-no-task-count"}  # a batch step and its srun step in one capture
+NOT_MODELLED |= {"sbatch-no-task-count"}
+NOT_MODELLED |= {
+    "gridengine-qrsh",
+    "gridengine-mpirun",
+}  # qrsh's and mpirun's own variables  # a batch step and its srun step in one capture
 
 
 def test_every_capture_is_mocked_or_declared_not_modelled() -> None:
@@ -150,9 +173,10 @@ def test_mock_has_the_shape_of_the_real_launch(name: str) -> None:
         }
         assert not differ, f"(mock, real) values differ: {differ}"
         # Both set CUDA_VISIBLE_DEVICES where Slurm binds GPUs; elsewhere: no GPU here.
-        assert detect_environment(mock, gpu_probe=tuple) == detect_environment(
-            real, gpu_probe=tuple
-        )
+        recorded = Launch({}, task.get("files", {}))
+        assert detect_environment(
+            mock, gpu_probe=tuple, read_file=getattr(mock, "read_file", recorded.read_file)
+        ) == detect_environment(real, gpu_probe=tuple, read_file=recorded.read_file)
 
 
 def test_the_docstring_topology() -> None:

@@ -74,6 +74,36 @@ def host_slurm_cluster() -> Iterator[Slurm]:
     yield from _cluster("22.05")
 
 
+GRID_ENGINE = Slurm(
+    "sge-8.1.9",
+    os.environ.get("CLUSTERENV_GRIDENGINE_ROOT", "/var/lib/clusterenv/gridengine"),
+    env=("SGE_ROOT=/var/lib/gridengine", "SGE_CELL=default", "SGE_QMASTER_PORT=16444"),
+)
+
+
+@pytest.fixture(scope="session")
+def gridengine() -> Iterator[Slurm]:
+    """Son of Grid Engine in its chroot (gridengine-up.sh), stopped at the end of the
+    session unless CLUSTERENV_KEEP_SLURM=1."""
+    if os.geteuid() != 0:
+        unavailable("Grid Engine needs root (tests/launchers/gridengine-up.sh)")
+    env = {**os.environ, "CLUSTERENV_BIND": ":".join({sys.base_prefix, sys.prefix})}
+    up = subprocess.run(
+        ["bash", str(HERE / "gridengine-up.sh")],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+    )
+    down = ["bash", str(HERE / "gridengine-down.sh")]
+    if up.returncode:
+        subprocess.run(down, capture_output=True, timeout=120, check=False)
+        unavailable(f"tests/launchers/gridengine-up.sh failed:\n{up.stderr[-4000:]}")
+    yield GRID_ENGINE
+    if not KEEP:
+        subprocess.run(down, capture_output=True, timeout=120, check=False)
+
+
 @pytest.fixture(scope="session")
 def torchrun() -> None:
     if importlib.util.find_spec("torch") is None:

@@ -31,23 +31,27 @@ Record = dict[str, Any]  # {"env": {...}, "spec": {...}} or {"env": ..., "error"
 
 @dataclass(frozen=True)
 class Slurm:
-    """One of the suite's real Slurm clusters: the host's (Debian 12: 22.05), or 24.11 in
-    the chroot of slurm24-up.sh, whose commands then run inside the chroot."""
+    """One of the suite's real clusters: the host's Slurm (Debian 12: 22.05), or one in a
+    chroot whose commands then run inside it (Slurm 24.11 of slurm24-up.sh, the Grid Engine
+    of gridengine-up.sh)."""
 
     version: str
     root: str | None = None
+    #: What the clients need besides a clean environment (Grid Engine's cell and ports).
+    env: tuple[str, ...] = ()
 
     def argv(self, line: str, workdir: Path) -> list[str]:
         """How to run the shell ``line`` in ``workdir`` against this cluster."""
         if self.root is None:
             return ["bash", "-c", line]
         clean = ["/usr/bin/env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"]
+        clean += self.env
         script = f"cd {shlex.quote(str(workdir))} && {line}"
         return ["chroot", self.root, *clean, "HOME=/root", "bash", "-c", script]
 
     def command(self, *args: str) -> list[str]:
         """A Slurm client command (``scontrol``, ``srun --version``) against this cluster."""
-        return [*(("chroot", self.root) if self.root else ()), *args]
+        return [*(("chroot", self.root, "/usr/bin/env", *self.env) if self.root else ()), *args]
 
 
 HOST_SLURM = Slurm("22.05")
@@ -251,6 +255,33 @@ def check_mpi(records: list[Record], rank_name: str, size_name: str) -> None:
         )
 
 
+def check_gridengine(records: list[Record]) -> None:
+    """Each job against Grid Engine's own numbers for it."""
+    for record in records:
+        assert "spec" in record, f"detection failed in a real job: {record}"
+        env, spec = record["env"], record["spec"]
+        if "OMPI_COMM_WORLD_RANK" in env:
+            continue  # mpirun's ranks: check_mpi
+        assert spec["source"] == "gridengine"
+        task = env["SGE_TASK_ID"]
+        assert spec["job_id"] == env["JOB_ID"] + ("" if task == "undefined" else f".{task}")
+        if "PE_HOSTFILE" in env:
+            assert spec["role"] == "batch"
+            assert (spec["world_size"], spec["num_nodes"]) == (int(env["NSLOTS"]), 1)
+            assert spec["hostnames"] == [spec["master_addr"]]
+        else:
+            assert (spec["role"], spec["world_size"]) == ("standalone", 1)
+    jobs = [r["spec"] for r in records if "OMPI_COMM_WORLD_RANK" not in r["env"]]
+    ports = {spec["master_port"] for spec in jobs}
+    assert len(ports) == len({spec["job_id"] for spec in jobs}), "array tasks share a port"
+
+
+def _scrubbed_files(files: Mapping[str, str]) -> dict[str, str]:
+    """The host file (a task reads one) under the path its scrubbed variable names."""
+    (text,) = files.values()
+    return {"/scrubbed": scrub_text(text)}
+
+
 def _scrubbed_spec(record: Record) -> Record:
     """The task's spec with this machine's host name scrubbed. Where the host name was part
     of a job id (Open MPI 5's ``PMIX_NAMESPACE=prterun-<host>-<pid>@1``), the port derived
@@ -276,6 +307,8 @@ def record_capture(
             "cpus": record["cpus"],
             "spec": _scrubbed_spec(record),
             **({"torch": record["torch"]} if "torch" in record else {}),
+            # Host files under their scrubbed paths, as the scrubbed variables name them.
+            **({"files": _scrubbed_files(record["files"])} if "files" in record else {}),
         }
         for record in records
     ]

@@ -23,6 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 import clusterenv
 from clusterenv._capture import launcher_variables
 from clusterenv._cpu import probe_cpus
+from clusterenv._detect import host_files
 
 
 def torch_truth() -> dict[str, int]:
@@ -49,6 +50,9 @@ def record(out: str | None, truth: bool = False) -> None:
         result = {"error": type(error).__name__, "message": str(error)}
     if truth:
         result["torch"] = torch_truth()
+    files = host_files(os.environ)  # what a replay must read back (Grid Engine's PE_HOSTFILE)
+    if files:
+        result["files"] = files
     line = json.dumps({"env": env, "cpus": probe_cpus(), **result}, sort_keys=True)
     if out is None:
         print(line, flush=True)

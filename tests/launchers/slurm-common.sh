@@ -96,7 +96,7 @@ stop_daemons() {  # PIDFILE ...
         pid=$(cat "$pidfile")
         rm -f "$pidfile"
         case "$(cat "/proc/$pid/comm" 2>/dev/null)" in
-            slurmd | slurmctld | munged) kill "$pid" 2>/dev/null && pids+=("$pid") ;;
+            slurmd | slurmctld | munged | sge_qmaster | sge_execd) kill "$pid" 2>/dev/null && pids+=("$pid") ;;
         esac
     done
     for _ in $(seq 50); do

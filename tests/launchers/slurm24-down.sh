@@ -13,12 +13,7 @@ source "$(dirname "$0")/slurm-common.sh"
 stop_daemons "$ROOT$STATE"/run/slurmd-*.pid "$ROOT$STATE"/run/slurmctld.pid "$ROOT$STATE"/run/munged.pid
 
 unmounted=0
-if [ "${1:-}" != "--daemons-only" ]; then
-    # Every mount under the chroot, the most recent (deepest) first.
-    mapfile -t targets < <(awk -v root="$ROOT" '$2 == root || index($2, root "/") == 1 { print $2 }' /proc/self/mounts | tac)
-    for target in "${targets[@]}"; do
-        umount "$target" 2>/dev/null || umount -l "$target" 2>/dev/null || echo "slurm24-down: cannot unmount $target" >&2
-        unmounted=$((unmounted + 1))
-    done
-fi
+# shellcheck source=tests/launchers/chroot-common.sh
+source "$(dirname "$0")/chroot-common.sh"
+[ "${1:-}" != "--daemons-only" ] && unmounted=$(unmount_chroot)
 echo "slurm24-down: stopped $STOPPED daemons, undid $unmounted mounts" >&2

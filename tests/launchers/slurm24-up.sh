@@ -18,19 +18,19 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 STATE=/var/lib/clusterenv-slurm   # inside the chroot
 # shellcheck source=tests/launchers/slurm-common.sh
 source "$(dirname "$0")/slurm-common.sh"
-MIRROR=${CLUSTERENV_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 PACKAGES=(slurm-wlm slurmctld slurmd slurm-client munge libpmix-dev)
 # What this machine's Python (bound in, so the tasks run the suite's venv) links against.
 PACKAGES+=(libffi8 libssl3t64 libsqlite3-0 libbz2-1.0 liblzma5 zlib1g libuuid1 libreadline8t64)
 PACKAGES+=(libncursesw6 libgdbm6t64 libstdc++6 libgomp1)
 
+SUITE=trixie
+# shellcheck source=tests/launchers/chroot-common.sh
+source "$(dirname "$0")/chroot-common.sh"
+
 LOG_DIR="$ROOT$STATE/log"
-in_root() { chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
 [ "$(id -u)" = 0 ] || fail "must run as root (debootstrap, mount, chroot, slurmd)"
 
 alive() { [ -f "$ROOT$1" ] && kill -0 "$(cat "$ROOT$1")" 2>/dev/null; }
-
-mounted() { mountpoint -q "$ROOT$1"; }
 
 if mounted /proc && alive "$STATE/run/slurmctld.pid" && all_idle chroot "$ROOT"; then
     log "already up"
@@ -39,55 +39,11 @@ fi
 
 # 1. The chroot: Debian trixie with Slurm 24.11, made once and kept (a cache, like the
 #    host's packages). A build that stopped half-way is finished, not restarted.
-if [ "$(cat "$ROOT/.clusterenv-ready" 2>/dev/null)" != "${PACKAGES[*]}" ]; then
-    command -v debootstrap >/dev/null || {
-        log "installing debootstrap"
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=600 debootstrap >/dev/null ||
-            { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null; }
-    }
-    if [ ! -x "$ROOT/usr/bin/apt-get" ]; then
-        log "debootstrap trixie into $ROOT (~25 s)"
-        mkdir -p "$ROOT"
-        debootstrap --variant=minbase trixie "$ROOT" "$MIRROR" >"$ROOT.debootstrap.log" 2>&1 ||
-            { tail -n 30 "$ROOT.debootstrap.log" >&2; fail "debootstrap failed (log: $ROOT.debootstrap.log)"; }
-    fi
-    # Package scripts must start no service in the chroot.
-    printf '#!/bin/sh\nexit 101\n' >"$ROOT/usr/sbin/policy-rc.d"
-    chmod 755 "$ROOT/usr/sbin/policy-rc.d"
-    cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
-    log "installing ${PACKAGES[*]} in the chroot (~25 s)"
-    mount -t proc proc "$ROOT/proc" 2>/dev/null || true
-    in_root bash -c "export DEBIAN_FRONTEND=noninteractive; apt-get update -qq &&
-        apt-get install -y -qq --no-install-recommends ${PACKAGES[*]} && apt-get clean" >"$ROOT.apt.log" 2>&1 ||
-        { tail -n 30 "$ROOT.apt.log" >&2; fail "apt-get install in the chroot failed (log: $ROOT.apt.log)"; }
-    umount "$ROOT/proc"
-    echo "${PACKAGES[*]}" >"$ROOT/.clusterenv-ready"
-fi
+make_chroot
 
 # 2. Mounts (undone in reverse by slurm24-down.sh). munge resolves the host name: hosts file.
 cp /etc/hosts "$ROOT/etc/hosts"
-bind() {  # source, target inside the chroot, options
-    mounted "$2" && return 0
-    mkdir -p "$ROOT$2"
-    mount --bind "$1" "$ROOT$2"
-    mount --make-rslave "$ROOT$2"
-    [ "${3:-}" = ro ] && mount -o remount,bind,ro "$ROOT$2"
-    return 0
-}
-mounted /proc || mount -t proc proc "$ROOT/proc"
-mounted /sys || { mount --rbind /sys "$ROOT/sys" && mount --make-rslave "$ROOT/sys"; }
-bind /dev /dev
-bind /dev/pts /dev/pts
-bind /dev/shm /dev/shm
-bind /tmp /tmp
-bind "$REPO" "$REPO" ro
-IFS=: read -r -a extra <<<"${CLUSTERENV_BIND:-}"
-for path in "${extra[@]}"; do
-    # Never hide a directory of the chroot's own system (a Python in /usr).
-    if [ -n "$path" ] && [ -d "$path" ] && ! mounted "$path" && [ -z "$(ls -A "$ROOT$path" 2>/dev/null)" ]; then
-        bind "$path" "$path" ro
-    fi
-done
+mount_chroot
 
 # 3. Configuration and daemons, all inside the chroot.
 [ -d "$ROOT$STATE/run" ] && bash "$(dirname "$0")/slurm24-down.sh" --daemons-only
