@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.available import require_modules
+
 ROOT = Path(__file__).parents[1]
 LISTING = """\
 GPU 0: NVIDIA H200 (UUID: GPU-1d2c3b4a-0000-1111-2222-333344445555)
@@ -19,6 +21,7 @@ GPU 1: NVIDIA H200 (UUID: GPU-5e6f7a8b-0000-1111-2222-333344445555)
 
 
 def test_the_device_check_runs_every_case(tmp_path: Path) -> None:
+    require_modules("torch")  # the check compares clusterenv with torch.cuda
     smi = tmp_path / "bin" / "nvidia-smi"
     smi.parent.mkdir()
     smi.write_text(f"#!/bin/sh\ncat <<'END'\n{LISTING}END\n")
