@@ -5,11 +5,14 @@
 >>> spec.source.value, spec.world_size, spec.accelerator.value
 ('local', 1, 'cpu')
 
-Importing clusterenv never imports torch or lightning.
+Importing clusterenv never imports torch or lightning, and loads only what detection
+needs: the probe (sockets, hmac, json) loads on first use of ``clusterenv.probe``.
 """
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from clusterenv._detect import Detection, detect_environment, explain_environment
-from clusterenv._probe import ProbeReport, probe
 from clusterenv._rank_zero import is_rank_zero, rank_zero_only, rank_zero_print
 from clusterenv._spec import Accelerator, GpuInventory, GpuVendor, ResourceSpec, Role, Source
 from clusterenv.exceptions import (
@@ -24,7 +27,27 @@ from clusterenv.exceptions import (
 )
 from clusterenv.hostlist import compress_hostlist, expand_hostlist, first_host
 
+if TYPE_CHECKING:
+    from clusterenv._probe import ProbeReport, probe
+
 __version__ = "0.1.0.dev0"
+
+#: Public names whose modules load on first use: name -> module.
+_LAZY = {"probe": "clusterenv._probe", "ProbeReport": "clusterenv._probe"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "Accelerator",

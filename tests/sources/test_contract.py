@@ -158,7 +158,7 @@ def test_every_list_of_sources_names_it(detector: Detector) -> None:
 
 
 #: The hand-written lists of sources that test_every_list_of_sources_names_it checks.
-LISTS = ("README.md", "docs/index.md", "docs/detection.md", "docs/testing.md")
+LISTS: tuple[str, ...] = ("README.md", "docs/index.md", "docs/detection.md", "docs/testing.md")
 LISTS += ("docs/schema/inspect-v1.json",)
 
 
