@@ -7,6 +7,7 @@ import contextlib
 import functools
 import importlib
 import importlib.util
+import os
 import runpy
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -87,13 +88,15 @@ def _merge(spec: ResourceSpec, package: Package, given: dict[str, Any]) -> dict[
 
 def run_script(target: str, args: Sequence[str], *, module: bool = False) -> None:
     """Run a script (or ``module`` with ``-m`` semantics) as ``__main__`` under
-    :func:`follow_allocation`, with ``sys.argv`` set to ``[target, *args]``. Where OmegaConf
-    is installed, ``${clusterenv:...}`` resolves in the script's configs
-    (:mod:`clusterenv.config`)."""
+    :func:`follow_allocation`, as ``python`` would: ``sys.argv`` is ``[target, *args]`` and
+    the script's directory (for ``-m``: the working directory) comes first on ``sys.path``,
+    so modules beside the script import. Where OmegaConf is installed, ``${clusterenv:...}``
+    resolves in the script's configs (:mod:`clusterenv.config`)."""
     if importlib.util.find_spec("omegaconf") is not None:
         register_resolver()
-    saved = sys.argv
+    saved_argv, saved_path = sys.argv, list(sys.path)
     sys.argv = [target, *args]
+    sys.path.insert(0, os.getcwd() if module else os.path.dirname(os.path.abspath(target)))
     try:
         with follow_allocation():
             if module:
@@ -101,4 +104,4 @@ def run_script(target: str, args: Sequence[str], *, module: bool = False) -> Non
             else:
                 runpy.run_path(target, run_name="__main__")
     finally:
-        sys.argv = saved
+        sys.argv, sys.path[:] = saved_argv, saved_path
