@@ -189,3 +189,22 @@ def test_no_module_outside_sources_imports_a_detector() -> None:
             ):
                 offenders.append(f"{path.name}: {node.module}")
     assert offenders == []
+
+
+def test_the_page_on_adding_a_source_names_files_every_source_has() -> None:
+    """docs/adding-a-source.md is the truth: every path its table names with ``<name>``
+    exists for every registered source (Grid Engine was added by following it)."""
+    page = (ROOT / "docs" / "adding-a-source.md").read_text()
+    table = page[: page.index("## 1.")]
+    patterns = set(re.findall(r"`([\w/.-]*<name>[\w/.-]*\.(?:py|md))`", table))
+    assert {"clusterenv/sources/<name>.py", "tests/sources/test_<name>.py"} <= patterns
+    paths = {pattern.replace("<name>", source.value) for source in Source for pattern in patterns}
+    # A module or, once it grows, a package of that name.
+    modules = {path for path in paths if path.endswith(".py") and "/sources/" in path}
+    missing = [
+        path
+        for path in sorted(paths)
+        if not (ROOT / path).exists()
+        and not (path in modules and (ROOT / path.removesuffix(".py") / "__init__.py").exists())
+    ]
+    assert missing == [], "the page names files that a source does not have"
