@@ -134,11 +134,11 @@ def _level_zero_devices(reader: EnvReader, found: GpuInventory) -> tuple[str, ..
 
 
 def inventory(gpu_probe: GpuProbe) -> GpuInventory:
-    """What ``gpu_probe`` found, as an inventory."""
+    """What ``gpu_probe`` found, as an inventory; ``None`` means it could not tell (none)."""
     found = gpu_probe()
     if isinstance(found, GpuInventory):
         return found
-    devices = tuple(found)  # a plain list of ids: NVIDIA's, as before vendors were known
+    devices = tuple(found or ())  # a plain list of ids: NVIDIA's, as before vendors were known
     return GpuInventory(vendor=GpuVendor.NVIDIA if devices else None, devices=devices)
 
 

@@ -30,8 +30,9 @@ __all__ = [
 ]
 
 #: Returns this machine's GPUs: a :class:`~clusterenv.GpuInventory`, or a plain sequence of
-#: ids, which means NVIDIA's. Asked where no visible-devices variable decides.
-GpuProbe = Callable[[], "GpuInventory | Sequence[str]"]
+#: ids, which means NVIDIA's, or ``None`` (could not tell: none). Asked where no
+#: visible-devices variable decides.
+GpuProbe = Callable[[], "GpuInventory | Sequence[str] | None"]
 #: Returns the text of a file named by a variable (a hostfile); raises ``OSError``.
 FileReader = Callable[[str], str]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterenv import __version__
+from clusterenv import __version__, detect_environment
 from clusterenv._cli import main, read_env_file
 from clusterenv.testing import kubeflow_env, mpich_env
 from tests.available import require_modules
@@ -310,3 +310,21 @@ def test_run_passes_every_argument_to_the_script(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "needs a SCRIPT or -m MODULE" in result.stderr
+
+
+def test_env_file_edges(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """null is an unset variable (was the string 'None'); a capture of a plain machine,
+    with no launcher variable, is read back elsewhere (was 'has no variables')."""
+    nulls = tmp_path / "nulls.json"
+    nulls.write_text('{"SLURM_JOB_ID": null, "MASTER_PORT": "29500"}')
+    assert main(["inspect", "--json", "--env-file", str(nulls)]) == 0
+    assert json.loads(capsys.readouterr().out)["spec"]["source"] == "local"
+    plain = tmp_path / "capture.json"
+    plain.write_text(json.dumps({"schema_version": 1, "env": {}, "files": {}, "machine": None}))
+    assert main(["inspect", "--json", "--env-file", str(plain)]) == 0
+    assert json.loads(capsys.readouterr().out)["spec"]["world_size"] == 1
+
+
+def test_a_gpu_probe_that_cannot_tell_returns_none() -> None:
+    spec = detect_environment({}, gpu_probe=lambda: None, cpu_probe=lambda: None)
+    assert (spec.gpus_per_node, spec.world_size) == (0, 1)

@@ -78,12 +78,12 @@ def read_env_file(path: str) -> EnvFile:
             raise Usage(f"--env-file {name}: expected a JSON object of variables")
         env, recorded = _strings(data), _strings(files)
     else:
-        env, recorded, machine = {}, {}, None
+        env, recorded, machine, captured = {}, {}, None, False
         for line in text.splitlines():
             key, sep, value = line.removeprefix("export ").partition("=")
             if sep and key.strip() and not key.lstrip().startswith("#"):
                 env[key.strip()] = value.strip().strip("'\"")
-    if not env:
+    if not env and not captured:  # a capture of a plain machine may hold none
         raise Usage(f"--env-file {name} has no variables; it should hold {FORMATS}")
     return EnvFile(env, recorded, machine)
 
@@ -102,7 +102,8 @@ def _machine(name: str, data: Any) -> Machine | None:
 
 
 def _strings(data: Mapping[object, object]) -> dict[str, str]:
-    return {str(key): str(value) for key, value in data.items()}
+    """A JSON object's variables as strings; ``null`` is an unset variable, not ``'None'``."""
+    return {str(key): str(value) for key, value in data.items() if value is not None}
 
 
 def capture(env: Mapping[str, str], machine: Machine | None) -> dict[str, Any]:
