@@ -4,15 +4,18 @@ import contextlib
 import json
 import os
 import pty
+import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from clusterenv import __version__, detect_environment
 from clusterenv._cli import main, read_env_file
-from clusterenv.testing import kubeflow_env, mpich_env
+from clusterenv.testing import env_launch, kubeflow_env, mpich_env
 from tests.available import require_modules
 from tests.envs import batch_step, salloc_shell, srun_task, torchrun_worker
 
@@ -133,13 +136,16 @@ def test_capture_round_trips_through_inspect(
     assert json.loads(capsys.readouterr().out)["spec"]["global_rank"] == 2
 
 
-@pytest.mark.parametrize(("extra", "coloured"), [({}, True), ({"NO_COLOR": "1"}, False)])
+@pytest.mark.parametrize(
+    ("extra", "coloured"),
+    [({}, True), ({"NO_COLOR": "1"}, False), ({"TERM": "dumb"}, False)],
+)
 def test_colour_only_on_a_terminal_without_no_color(
     tmp_path: Path, extra: dict[str, str], coloured: bool
 ) -> None:
     path = tmp_path / "env.json"
     path.write_text(json.dumps(srun_task([2, 2], 3)))
-    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"} | extra
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TERM")} | extra
     leader, follower = pty.openpty()  # the report (~1 KiB) fits the terminal's buffer
     subprocess.run(
         [sys.executable, "-m", "clusterenv", "inspect", "--env-file", str(path)],
@@ -328,3 +334,29 @@ def test_env_file_edges(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 def test_a_gpu_probe_that_cannot_tell_returns_none() -> None:
     spec = detect_environment({}, gpu_probe=lambda: None, cpu_probe=lambda: None)
     assert (spec.gpus_per_node, spec.world_size) == (0, 1)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_probe_ends_in_one_line(signum: int) -> None:
+    """Ctrl-C, or srun/torchrun stopping the rank: exit 130, no traceback (issue 27)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "TORCHELASTIC"))}
+    rank_1 = env_launch(1, 2, 1, master_addr="127.0.0.1", master_port=_free_port())
+    waiting = subprocess.Popen(
+        [sys.executable, "-m", "clusterenv", "probe", "--timeout", "60"],
+        env={**env, **rank_1, "CLUSTERENV_SOURCE": "env"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(2)  # rank 1 now waits for a rank 0 that never comes
+    waiting.send_signal(signum)
+    _, stderr = waiting.communicate(timeout=30)
+    assert waiting.returncode == 130, stderr
+    assert stderr.strip() == "clusterenv: interrupted"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port

@@ -12,10 +12,12 @@ import json
 import math
 import os
 import runpy
+import signal
 import sys
 import textwrap
 import traceback
 from collections.abc import Sequence
+from typing import Any
 
 from clusterenv import __version__
 from clusterenv._cli._envfile import EnvFile, Usage, capture, read_env_file
@@ -262,8 +264,14 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(argv)
+    previous = _sigterm_interrupts() if args.command == "probe" else None
     try:
         return _main(args)
+    except KeyboardInterrupt:  # Ctrl-C, or the probe's SIGTERM: one line, the shell's 130
+        if args.command == "run":
+            raise  # the script's, as python shows it
+        print("clusterenv: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # `clusterenv inspect --json | head`: the reader has had enough
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -283,6 +291,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _sigterm_interrupts() -> Any:
+    """A launcher's SIGTERM (srun, torchrun stopping a rank) ends the probe like Ctrl-C; the
+    previous handler, to restore (``None`` off the main thread, where none can be set)."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        return signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:
+        return None
 
 
 def _main(args: argparse.Namespace) -> int:

@@ -24,7 +24,9 @@ _Row = tuple[str, str, str]  # name, value, origin
 
 
 def _style(code: str) -> str:
-    on = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    """An escape code where the terminal shows it: not for pipes, ``NO_COLOR`` (any value,
+    no-color.org) or ``TERM=dumb``."""
+    on = sys.stdout.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
     return f"\033[{code}m" if on else ""
 
 
