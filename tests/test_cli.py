@@ -360,3 +360,14 @@ def _free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def test_argparse_echoes_unknown_arguments_escaped() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "clusterenv", "inspect", "\x1b]0;owned\x07"],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 2
+    assert "\x1b" not in result.stderr
+    assert "\\x1b]0;owned\\x07" in result.stderr

@@ -17,7 +17,7 @@ import sys
 import textwrap
 import traceback
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from clusterenv import __version__
 from clusterenv._cli._envfile import EnvFile, Usage, capture, read_env_file
@@ -149,8 +149,17 @@ def _print_script_traceback(error: BaseException, script: str | None) -> None:
     traceback.print_exception(type(error), error, tb or error.__traceback__)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, whose error messages echo the arguments escaped: an unknown argument may
+    carry control characters (a terminal title, a cursor move)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {escape(message)}\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="clusterenv",
         description="What resources does this process have, and what is its place in the job?",
     )
