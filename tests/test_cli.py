@@ -371,3 +371,21 @@ def test_argparse_echoes_unknown_arguments_escaped() -> None:
     assert result.returncode == 2
     assert "\x1b" not in result.stderr
     assert "\\x1b]0;owned\\x07" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("redirect", "words"),
+    [("> /dev/full", "cannot write the output: No space left"), (">&-", "standard output is")],
+)
+def test_a_full_or_closed_stdout_is_one_line(redirect: str, words: str) -> None:
+    """Was exit 120 (a full device, at exit) or an internal error (stdout closed)."""
+    result = subprocess.run(
+        f"{sys.executable} -m clusterenv inspect {redirect}",
+        shell=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CLUSTERENV_SOURCE": "local"},
+    )
+    assert result.returncode == 2
+    assert words in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1

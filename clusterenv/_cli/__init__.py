@@ -7,6 +7,8 @@ Every input is someone else's: errors are one line and exit 2, never a traceback
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import importlib.util
 import json
 import math
@@ -275,34 +277,65 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(argv)
     previous = _sigterm_interrupts() if args.command == "probe" else None
     try:
-        return _main(args)
+        code = _main(args)
+        if sys.stdout is not None:  # None: started with stdout closed
+            sys.stdout.flush()  # a full device fails here, not at exit (status 120)
+        return code
     except KeyboardInterrupt:  # Ctrl-C, or the probe's SIGTERM: one line, the shell's 130
         if args.command == "run":
             raise  # the script's, as python shows it
         print("clusterenv: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # `clusterenv inspect --json | head`: the reader has had enough
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 0
+    except OSError as error:
+        return _output_failed(error, args.debug)
     except (ClusterEnvError, Usage) as error:
         if args.debug and not isinstance(error, Usage):  # a usage error has no code to show
             traceback.print_exc()
         print(f"clusterenv: error: {escape(redact_text(str(error)))}", file=sys.stderr)
         return 2
-    except Exception as error:  # a bug of ours: one line, and how to report it
-        if args.debug:
-            traceback.print_exc()
-        print(
-            f"clusterenv: internal error: {type(error).__name__}: "
-            f"{escape(redact_text(str(error)))[:300]} (run with --debug for the traceback, and "
-            "report it)",
-            file=sys.stderr,
-        )
-        return 2
+    except Exception as error:
+        return _internal_error(error, args.debug)
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+#: Writing the output failed: a full device, a closed or broken stream.
+_OUTPUT_ERRORS = frozenset({errno.ENOSPC, errno.EIO, errno.EBADF, errno.EDQUOT})
+
+
+def _output_failed(error: OSError, debug: bool) -> int:
+    """Writing the output failed: a reader that has had enough (``inspect --json | head``)
+    is no error; a full device or a broken stream is one line."""
+    if not isinstance(error, BrokenPipeError) and error.errno not in _OUTPUT_ERRORS:
+        return _internal_error(error, debug)
+    _drop_stdout()  # what is still buffered can never be written
+    if isinstance(error, BrokenPipeError):
+        return 0
+    print(f"clusterenv: error: cannot write the output: {error.strerror}", file=sys.stderr)
+    return 2
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null, so that nothing left in its buffer fails again at exit."""
+    if sys.stdout is None:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
+def _internal_error(error: BaseException, debug: bool) -> int:
+    """A bug of ours: one line, and how to report it."""
+    if debug:
+        traceback.print_exception(type(error), error, error.__traceback__)
+    print(
+        f"clusterenv: internal error: {type(error).__name__}: "
+        f"{escape(redact_text(str(error)))[:300]} (run with --debug for the traceback, and "
+        "report it)",
+        file=sys.stderr,
+    )
+    return 2
 
 
 def _sigterm_interrupts() -> Any:
@@ -319,6 +352,8 @@ def _sigterm_interrupts() -> Any:
 
 
 def _main(args: argparse.Namespace) -> int:
+    if sys.stdout is None and args.command != "run":
+        raise Usage("standard output is closed; nothing could be shown")
     if args.command == "probe":
         return _probe(args.timeout, args.backend, args.all, args.json)
     if args.command == "run":
