@@ -160,9 +160,10 @@ class EnvReader:
         path = self.text(field, name, hint=hint)
         try:
             text = self._read_file(path)
-        except OSError as error:
+        except (OSError, ValueError) as error:  # ValueError: a NUL in the path
+            reason = getattr(error, "strerror", None) or error
             raise InvalidVariableError(
-                f"{name}={shorten(path)!r} cannot be read ({error.strerror or error})",
+                f"{name}={shorten(path)!r} cannot be read ({reason})",
                 variables=(name,),
                 hint=f"{hint}; the file must be a readable regular file on this node",
             ) from None

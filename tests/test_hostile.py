@@ -360,3 +360,14 @@ def test_huge_numbers_inside_structured_values(name: str, value: str) -> None:
     with pytest.raises(InvalidVariableError, match=name) as raised:
         detect(base | {name: value})
     assert len(str(raised.value)) < 1000
+
+
+def test_a_nul_in_a_host_file_path_names_the_variable() -> None:
+    with pytest.raises(InvalidVariableError, match="PBS_NODEFILE") as raised:
+        detect_environment({"PBS_JOBID": "1", "PBS_NODEFILE": "/tmp/a\x00b"})
+    assert "embedded null byte" in str(raised.value)
+
+
+def test_slurm_env_refuses_a_job_id_slurm_never_writes() -> None:
+    with pytest.raises(ClusterEnvError, match="job_id='abc' is not a Slurm job id"):
+        slurm_env(job_id="abc")

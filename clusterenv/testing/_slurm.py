@@ -122,6 +122,11 @@ def slurm_env(
         "gpu_type needs gpus_per_node",
         "pass gpus_per_node=N as well",
     )
+    _require(
+        str(job_id).isdigit(),
+        f"job_id={job_id!r} is not a Slurm job id",
+        "pass a number: Slurm's job ids are integers",
+    )
     job, cpus = str(job_id), [count * (cpus_per_task or 1) for count in counts]
     env = {
         **_SITE,
