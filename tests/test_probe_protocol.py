@@ -185,7 +185,7 @@ def test_a_stranger_answering_for_rank_0_never_makes_the_probe_pass(reply: bytes
         probe(spec, timeout=TIMEOUT, env=env)
 
 
-@pytest.mark.parametrize("timeout", [math.nan, math.inf, 0.0, -1.0])
+@pytest.mark.parametrize("timeout", [math.nan, math.inf, 0.0, -1.0, 1e300])
 def test_invalid_timeouts(timeout: float) -> None:
     spec, env = launch(2, free_port())[1]
     with pytest.raises(ProbeError, match="finite number of seconds"):

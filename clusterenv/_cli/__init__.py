@@ -27,7 +27,7 @@ from clusterenv._cli._render import markdown, text
 from clusterenv._cli._report import inspect_report, live_report, redact_json
 from clusterenv._gpu_probe import probe_gpus
 from clusterenv._machine import collect_machine
-from clusterenv._probe import DEFAULT_TIMEOUT, ProbeReport, probe
+from clusterenv._probe import DEFAULT_TIMEOUT, MAX_TIMEOUT, ProbeReport, probe
 from clusterenv._safe import escape, redact_text
 from clusterenv._spec import Source
 from clusterenv.exceptions import ClusterEnvError, ProbeError
@@ -59,13 +59,17 @@ exit status: 0 ok (also with warnings), 1 warnings with --strict, 2 error"""
 
 
 def _timeout(text: str) -> float:
-    """``--timeout``: a finite number of seconds above 0 (``nan`` would never end)."""
+    """``--timeout``: seconds above 0, at most a day (``nan`` would never end; ``1e300``
+    overflows the sockets' timeouts)."""
     try:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number of seconds above 0")
+    if not (math.isfinite(value) and 0 < value <= MAX_TIMEOUT):
+        raise argparse.ArgumentTypeError(
+            f"{escape(text)!r} is not a finite number of seconds above 0 and at most "
+            f"{MAX_TIMEOUT:.0f}"
+        )
     return value
 
 

@@ -43,6 +43,8 @@ from clusterenv.exceptions import ProbeError
 __all__ = ["DEFAULT_TIMEOUT", "MAX_RANKS", "ProbeReport", "probe", "probe_port"]
 
 DEFAULT_TIMEOUT = 30.0
+#: The longest probe: a day. Beyond it no launch waits, and socket timeouts overflow.
+MAX_TIMEOUT = 86400.0
 #: The most ranks one probe takes: rank 0 keeps a small record per rank.
 MAX_RANKS = 1_000_000
 
@@ -63,9 +65,12 @@ def probe(
     an ``all_reduce`` with the same parameters: what Lightning will do). ``env`` (default
     ``os.environ``) gives the launch's key (see :mod:`clusterenv._probe._protocol`).
     """
-    if not (isinstance(timeout, int | float) and math.isfinite(timeout) and timeout > 0):
+    if not (isinstance(timeout, int | float) and math.isfinite(timeout)) or not (
+        0 < timeout <= MAX_TIMEOUT
+    ):
         raise ProbeError(
-            f"timeout={timeout!r} is not a finite number of seconds above 0",
+            f"timeout={timeout!r} is not a finite number of seconds above 0 and at most "
+            f"{MAX_TIMEOUT:.0f}",
             hint="pass --timeout 30 (seconds)",
         )
     report = _rendezvous(spec, timeout, os.environ if env is None else env)
