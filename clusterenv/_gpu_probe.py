@@ -166,7 +166,13 @@ def _nvidia_smi() -> GpuInventory:
         return GpuInventory()
     try:
         listing = subprocess.run(
-            [smi, "-L"], capture_output=True, text=True, timeout=10, check=True
+            # Bounded tightly: this may run on the detection path, and a wedged driver
+            # makes nvidia-smi hang.
+            [smi, "-L"],
+            capture_output=True,
+            text=True,
+            timeout=2,
+            check=True,
         )
     except (OSError, subprocess.SubprocessError):
         return GpuInventory()

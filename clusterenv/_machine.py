@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import platform
 import socket
+import time
 from collections.abc import Mapping
 from importlib import metadata
 
@@ -75,17 +76,31 @@ def _ranges(cpus: list[int]) -> str:
     return ",".join(f"{a}-{b}" if b > a else str(a) for a, b in spans)
 
 
+#: Seconds all the version commands of one report may take together: a wedged launcher
+#: (an srun whose controller is down) must not hold the report.
+VERSION_BUDGET = 2.0
+
+
 def _launcher_versions(env: Mapping[str, str]) -> dict[str, str]:
     import shutil  # noqa: PLC0415 - only for inspect and capture, never for detection
     import subprocess  # noqa: PLC0415
 
     versions = {}
+    deadline = time.monotonic() + VERSION_BUDGET
     for detector in present(env):
         command = detector.version_command
         if not command or shutil.which(command[0]) is None:
             continue
-        try:  # bounded: a hung launcher must not hang the report
-            result = subprocess.run(command, capture_output=True, text=True, timeout=5)
+        left = deadline - time.monotonic()
+        try:
+            if left <= 0:
+                raise subprocess.TimeoutExpired(command, 0)
+            result = subprocess.run(command, capture_output=True, text=True, timeout=left)
+        except subprocess.TimeoutExpired:
+            versions[detector.source.value] = (
+                f"unknown: `{' '.join(command)}` did not answer within {VERSION_BUDGET:.0f} s"
+            )
+            continue
         except (OSError, subprocess.SubprocessError):
             continue
         lines = (line.strip() for line in result.stdout.splitlines())

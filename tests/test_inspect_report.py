@@ -184,3 +184,17 @@ def test_the_machine_names_the_launchers_versions(
     machine = collect_machine(GpuInventory, env)
     assert machine.launchers == {"slurm": "slurm 24.11.5"}
     assert collect_machine(GpuInventory, {}).launchers == {}
+
+
+def test_a_wedged_launcher_is_named_and_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An srun whose controller hangs: the report says so, within the budget of all the
+    version commands together (issue 27), instead of waiting for each in turn."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "srun").write_text("#!/bin/sh\nexec /bin/sleep 30\n")
+    (tools / "srun").chmod(0o755)
+    monkeypatch.setenv("PATH", str(tools))
+    machine = collect_machine(GpuInventory, slurm_env(1, 1))
+    assert machine.launchers == {"slurm": "unknown: `srun --version` did not answer within 2 s"}
