@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import re
 import socket
 import threading
 import time
@@ -137,6 +138,7 @@ def test_a_stranger_is_foreign_and_the_real_ranks_are_reported(
     rank0 = results[0]
     assert isinstance(rank0, ProbeError), "a stranger on the port fails the probe, loudly"
     assert "foreign connection" in str(rank0)
+    assert re.search(r", from 127\.0\.0\.1:[0-9]+", str(rank0)), "the stranger is named"
     assert rank0.report is not None
     assert sorted(row["rank"] for row in rank0.report.rows) == [0, 1]  # never a third rank
     assert {row["status"] for row in rank0.report.rows} == {"listening", "connected"}

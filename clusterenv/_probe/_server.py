@@ -57,6 +57,8 @@ def capacity() -> int:
 class _Peer:
     sock: socket.socket
     opened: float
+    #: ``host:port`` it connected from, so that a stranger can be found.
+    address: str = "?"
     buffer: bytearray = field(default_factory=bytearray)
     hello: Hello | None = None
 
@@ -69,10 +71,10 @@ class Rendezvous:
     strangers: int = 0
     examples: list[str] = field(default_factory=list)
 
-    def stranger(self, why: str) -> None:
+    def stranger(self, why: str, peer: _Peer) -> None:
         self.strangers += 1
         if len(self.examples) < 3:
-            self.examples.append(why)
+            self.examples.append(f"{why}, from {peer.address}")
 
 
 def serve(
@@ -140,7 +142,7 @@ class _Loop:
         for sock in [s for s, peer in self.peers.items() if now - peer.opened > HELLO_S]:
             self._receive(sock)  # a loaded rank 0 may simply not have read it yet
             if sock in self.peers:
-                self.seen.stranger("silent or too slow for the hello")
+                self.seen.stranger("silent or too slow for the hello", self.peers[sock])
                 self._drop(sock)
 
     def _listen(self) -> None:
@@ -156,11 +158,13 @@ class _Loop:
             if len(self.peers) + len(self.waiting) >= self.limit:
                 return
             try:
-                sock, _ = self.listener.accept()
+                sock, address = self.listener.accept()
             except OSError:  # nothing pending, or EMFILE: wait for connections to close
                 return
             sock.setblocking(False)
-            self.peers[sock] = _Peer(sock, time.monotonic())
+            host, port = address[0], address[1]
+            where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+            self.peers[sock] = _Peer(sock, time.monotonic(), where)
             self.selector.register(sock, selectors.EVENT_READ)
 
     def _receive(self, sock: socket.socket) -> None:
@@ -217,14 +221,14 @@ def _read(peer: _Peer, key: bytes, seen: Rendezvous) -> Hello | object | None:
     if not newline:
         if data and len(peer.buffer) <= MAX_MESSAGE:
             return _WAIT
-        seen.stranger("a message over the size limit" if data else "closed before a hello")
+        seen.stranger("a message over the size limit" if data else "closed before a hello", peer)
         return None
     message = decode(bytes(line), (Hello,))
     if not isinstance(message, Hello):
-        seen.stranger("not a probe hello")
+        seen.stranger("not a probe hello", peer)
         return None
     if not equal(message.proof, hello_proof(key, message.nonce, message.rank)):
-        seen.stranger(f"a hello for rank {message.rank} without this launch's key")
+        seen.stranger(f"a hello for rank {message.rank} without this launch's key", peer)
         return None
     peer.hello = message
     return message
