@@ -88,6 +88,9 @@ class GridEngineDetector(Detector):
             reader.derive("master_addr", "hostnames")
             master_addr = hosts[0] if hosts else "127.0.0.1"
         array = None if task == "undefined" else task
+        if array is not None:  # an array task: a number, part of the id and the port
+            parse_integer("SGE_TASK_ID", array, hint=_HINT)
+            reader.note("job_id", "JOB_ID", "SGE_TASK_ID")
         return {
             **fields,
             "source": self.source,

@@ -55,3 +55,8 @@ def test_generic_names_are_grid_engines_only_inside_a_job() -> None:
     assert "JOB_NAME" not in launcher_variables({"JOB_NAME": "nightly", "JOB_ID": "7"})
     assert detect({"JOB_NAME": "nightly", "JOB_ID": "7"}).source.value == "local"
     assert "JOB_NAME" in launcher_variables(gridengine_env(2, 4))
+
+
+def test_an_array_task_id_is_a_number() -> None:
+    with pytest.raises(InvalidVariableError, match="SGE_TASK_ID"):
+        detect(gridengine_env(pe=None) | {"SGE_TASK_ID": "first"})
