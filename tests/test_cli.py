@@ -348,11 +348,23 @@ def test_an_interrupted_probe_ends_in_one_line(signum: int) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(2)  # rank 1 now waits for a rank 0 that never comes
+    _wait_for_sigterm_handler(waiting.pid)  # the probe runs: rank 1 waits for rank 0
     waiting.send_signal(signum)
     _, stderr = waiting.communicate(timeout=30)
     assert waiting.returncode == 130, stderr
     assert stderr.strip() == "clusterenv: interrupted"
+
+
+def _wait_for_sigterm_handler(pid: int) -> None:
+    """Until the process catches SIGTERM (SigCgt in /proc/PID/status): the probe has begun."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        status = Path(f"/proc/{pid}/status").read_text()
+        caught = next(line for line in status.splitlines() if line.startswith("SigCgt:"))
+        if int(caught.split()[1], 16) & (1 << (signal.SIGTERM - 1)):
+            return
+        time.sleep(0.05)
+    raise AssertionError("the probe never started")
 
 
 def _free_port() -> int:
