@@ -39,11 +39,12 @@ def job_port(job_id: str, task: str | None = None) -> int:
     are spread by their CRC-32 instead, as are the tasks of an array job that share one id
     (Grid Engine's ``4242`` task ``3``), which run at once.
     """
-    match = _LEADING_NUMBER.match(job_id)
     if task is not None:
         number = zlib.crc32(f"{job_id}.{task}".encode())
+    elif match := _LEADING_NUMBER.match(job_id):
+        number = int(match.group(1))
     else:
-        number = int(match.group(1)) if match else zlib.crc32(job_id.encode())
+        number = zlib.crc32(job_id.encode())
     return PORT_BASE + number % PORT_SPAN
 
 
@@ -143,13 +144,20 @@ def read_ranks(
     local_size: tuple[str, ...],
     hint: str,
     world_hint: str | None = None,
+    nodes: int = 0,
 ) -> Fields:
     """:func:`rank_fields` of a launcher that names ranks but no node, from the first set
-    variable of each group (world size, rank, local rank, local size)."""
-    return rank_fields(
-        reader,
-        reader.integer("world_size", *world, hint=world_hint or hint, minimum=1),
-        reader.integer("global_rank", *rank, hint=hint),
-        reader.integer("local_rank", *local_rank, hint=hint),
-        reader.integer("devices_per_node", *local_size, hint=hint, minimum=1),
+    variable of each group (world size, rank, local rank, local size). With ``nodes`` (the
+    hosts of a job's host file), a launch that sets no ``world`` variable is the local size
+    on each of them (the world is derived from ``hostnames``)."""
+    named = not nodes or reader.lookup(*world) is not None
+    world_size = (
+        reader.integer("world_size", *world, hint=world_hint or hint, minimum=1) if named else 0
     )
+    global_rank = reader.integer("global_rank", *rank, hint=hint)
+    local = reader.integer("local_rank", *local_rank, hint=hint)
+    size = reader.integer("devices_per_node", *local_size, hint=hint, minimum=1)
+    if not named:
+        reader.derive("world_size", "devices_per_node", "hostnames")
+        world_size = size * nodes
+    return rank_fields(reader, world_size, global_rank, local, size)

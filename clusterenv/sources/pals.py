@@ -27,7 +27,7 @@ from clusterenv._safe import shorten
 from clusterenv._spec import ResourceSpec, Source
 from clusterenv.exceptions import InconsistentEnvironmentError
 from clusterenv.sources._detector import Detector, Fields, Hints
-from clusterenv.sources._geometry import job_port, main_address, rank_fields, read_ranks
+from clusterenv.sources._geometry import job_port, main_address, read_ranks
 from clusterenv.sources.local import DEFAULT_PORT
 
 __all__ = ["DETECTOR", "PalsDetector"]
@@ -71,21 +71,16 @@ class PalsDetector(Detector):
 
     def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
         hosts = self._hosts(reader)
-        ranks: dict[str, tuple[str, ...]] = {
-            "rank": ("PALS_RANKID", "PMI_RANK"),
-            "local_rank": ("PALS_LOCAL_RANKID", "PMI_LOCAL_RANK"),
-            "local_size": ("PALS_LOCAL_SIZE", "PMI_LOCAL_SIZE"),
-        }
-        if hosts and reader.lookup("PMI_SIZE", "WORLD_SIZE") is None:
-            fields = self._world_from_nodes(reader, hosts, ranks)
-        else:
-            fields = read_ranks(
-                reader,
-                world=("PMI_SIZE", "WORLD_SIZE"),
-                hint=_HINT,
-                world_hint=_SIZE_HINT,
-                **ranks,
-            )
+        fields = read_ranks(
+            reader,
+            world=("PMI_SIZE", "WORLD_SIZE"),
+            rank=("PALS_RANKID", "PMI_RANK"),
+            local_rank=("PALS_LOCAL_RANKID", "PMI_LOCAL_RANK"),
+            local_size=("PALS_LOCAL_SIZE", "PMI_LOCAL_SIZE"),
+            hint=_HINT,
+            world_hint=_SIZE_HINT,
+            nodes=len(hosts),  # without a world size: this node's ranks on each (a finding)
+        )
         rank, local_size = fields.get("global_rank", 0), fields.get("devices_per_node", 1)
         named = reader.lookup("PALS_NODEID")
         if named is not None and named[1].strip() != str(fields.get("node_rank")):
@@ -124,22 +119,6 @@ class PalsDetector(Detector):
         if "PBS_NODEFILE" not in reader.env:
             return []
         return list(dict.fromkeys(reader.hosts("hostnames", "PBS_NODEFILE", hint=_HINT)))
-
-    @staticmethod
-    def _world_from_nodes(
-        reader: EnvReader, hosts: list[str], ranks: dict[str, tuple[str, ...]]
-    ) -> Fields:
-        """PALS without Cray PMI names no world size: this node's ranks on every node of
-        the job (the ``pals.world-from-nodes`` finding says so)."""
-        local_size = reader.integer("devices_per_node", *ranks["local_size"], hint=_HINT, minimum=1)
-        reader.derive("world_size", "devices_per_node", "hostnames")
-        return rank_fields(
-            reader,
-            local_size * len(hosts),
-            reader.integer("global_rank", *ranks["rank"], hint=_HINT),
-            reader.integer("local_rank", *ranks["local_rank"], hint=_HINT),
-            local_size,
-        )
 
     def diagnose(
         self, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]
