@@ -26,7 +26,7 @@ from clusterenv._cli._report import inspect_report, live_report, redact_json
 from clusterenv._cli._run import run
 from clusterenv._gpu_probe import probe_gpus
 from clusterenv._machine import collect_machine
-from clusterenv._probe import DEFAULT_TIMEOUT, MAX_TIMEOUT, ProbeReport, probe
+from clusterenv._probe import DEFAULT_TIMEOUT, MAX_TIMEOUT, ProbeReport, probe, valid_timeout
 from clusterenv._safe import escape, redact_text
 from clusterenv._spec import Source
 from clusterenv.exceptions import ClusterEnvError, ProbeError
@@ -58,13 +58,12 @@ exit status: 0 ok (also with warnings), 1 warnings with --strict, 2 error"""
 
 
 def _timeout(text: str) -> float:
-    """``--timeout``: seconds above 0, at most a day (``nan`` would never end; ``1e300``
-    overflows the sockets' timeouts)."""
+    """``--timeout``: what :func:`~clusterenv._probe.valid_timeout` accepts."""
     try:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not (math.isfinite(value) and 0 < value <= MAX_TIMEOUT):
+    if not valid_timeout(value):
         raise argparse.ArgumentTypeError(
             f"{escape(text)!r} is not a finite number of seconds above 0 and at most "
             f"{MAX_TIMEOUT:.0f}"

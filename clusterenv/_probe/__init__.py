@@ -40,13 +40,29 @@ from clusterenv._probe._server import Rendezvous, serve
 from clusterenv._spec import ResourceSpec, Role
 from clusterenv.exceptions import ProbeError
 
-__all__ = ["DEFAULT_TIMEOUT", "MAX_RANKS", "ProbeReport", "probe", "probe_port"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "MAX_RANKS",
+    "MAX_TIMEOUT",
+    "ProbeReport",
+    "probe",
+    "probe_port",
+    "valid_timeout",
+]
 
 DEFAULT_TIMEOUT = 30.0
 #: The longest probe: a day. Beyond it no launch waits, and socket timeouts overflow.
 MAX_TIMEOUT = 86400.0
 #: The most ranks one probe takes: rank 0 keeps a small record per rank.
 MAX_RANKS = 1_000_000
+
+
+def valid_timeout(timeout: object) -> bool:
+    """A finite number of seconds above 0 and at most ``MAX_TIMEOUT`` (``nan`` would never
+    end; ``1e300`` overflows the sockets' timeouts)."""
+    return (
+        isinstance(timeout, int | float) and math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT
+    )
 
 
 def probe(
@@ -65,9 +81,7 @@ def probe(
     an ``all_reduce`` with the same parameters: what Lightning will do). ``env`` (default
     ``os.environ``) gives the launch's key (see :mod:`clusterenv._probe._protocol`).
     """
-    if not (isinstance(timeout, int | float) and math.isfinite(timeout)) or not (
-        0 < timeout <= MAX_TIMEOUT
-    ):
+    if not valid_timeout(timeout):
         raise ProbeError(
             f"timeout={timeout!r} is not a finite number of seconds above 0 and at most "
             f"{MAX_TIMEOUT:.0f}",
