@@ -58,7 +58,7 @@ class _Peer:
     sock: socket.socket
     opened: float
     #: ``host:port`` it connected from, so that a stranger can be found.
-    address: str = "?"
+    address: str
     buffer: bytearray = field(default_factory=bytearray)
     hello: Hello | None = None
 

@@ -65,7 +65,7 @@ class GridEngineDetector(Detector):
     def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
         job_id = reader.text("job_id", "JOB_ID", hint=_HINT)
         parse_integer("JOB_ID", job_id, hint=_HINT)  # Grid Engine's job ids are integers
-        task = reader.env.get("SGE_TASK_ID", "undefined").strip()
+        task = reader.env["SGE_TASK_ID"].strip()  # present() requires it
         gpus = gpu_fields(reader, gpu_probe)
         if "PE_HOSTFILE" in reader.env:
             fields = self._parallel(reader)

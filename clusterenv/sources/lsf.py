@@ -115,7 +115,7 @@ class LsfDetector(Detector):
     @staticmethod
     def _slots(reader: EnvReader) -> list[str]:
         """One host name per slot, from the host file or ``LSB_MCPU_HOSTS``."""
-        if _HOST_VARIABLES[0] in reader.env:
+        if "LSB_DJOB_HOSTFILE" in reader.env:
             slots = reader.hosts("hostnames", "LSB_DJOB_HOSTFILE", hint=_HINT)
         elif "LSB_MCPU_HOSTS" in reader.env:
             slots = _mcpu_slots(reader.text("hostnames", "LSB_MCPU_HOSTS", hint=_HINT))
