@@ -14,13 +14,22 @@ from clusterenv._safe import shorten
 from clusterenv._spec import GpuVendor, ResourceSpec, Role
 from clusterenv.sources import detector_for, present
 
-__all__ = ["diagnose", "launcher_for"]
+__all__ = ["diagnose", "launcher_for", "torchrun_command"]
 
 
 def launcher_for(spec: ResourceSpec) -> str:
     """The command that starts the ranks, for a process that is not one: the scheduler's
     own (``srun``), else torchrun (a workstation has no scheduler to name)."""
     return detector_for(spec.source).launcher or "torchrun --nproc_per_node=N"
+
+
+def torchrun_command(spec: ResourceSpec) -> str:
+    """The torchrun that starts the ranks ``spec`` describes on this node."""
+    return (
+        f"torchrun --nnodes={spec.num_nodes} --nproc-per-node={spec.devices_per_node} "
+        f"--node-rank={spec.node_rank} --master-addr={spec.master_addr} "
+        f"--master-port={spec.master_port}"
+    )
 
 
 def diagnose(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
@@ -35,6 +44,16 @@ def diagnose(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
                 message=f"this is {detector.describe(spec)}: one process, not the ranks",
                 fix=f"start them with `{launcher} python train.py` (or `{launcher} clusterenv "
                 "inspect`)",
+            )
+        )
+    elif spec.role is Role.NODE:
+        found.append(
+            Finding(
+                id="node-process",
+                message=f"this is {detector.describe(spec)}: one process for this node's "
+                f"{spec.devices_per_node} ranks",
+                fix=f"start them with `{torchrun_command(spec)} train.py`, or let Lightning "
+                "start them (`clusterenv run train.py`)",
             )
         )
     elif spec.role is Role.SHELL:

@@ -24,7 +24,9 @@ __all__ = [
     "FileReader",
     "GpuProbe",
     "HostFile",
+    "host_names",
     "parse_integer",
+    "parse_json",
     "read_bytes",
     "read_text_file",
 ]
@@ -38,6 +40,8 @@ FileReader = Callable[[str], str]
 
 _UNSIGNED = re.compile(r"[0-9]+")
 _HOST = re.compile(r"[A-Za-z0-9_.-]{1,253}")
+#: A host name or an IPv4/IPv6 address.
+_ADDRESS = re.compile(r"[A-Za-z0-9_.:-]{1,253}")
 #: The longest variable detection reads: a compressed node list of a 10 000-node job with
 #: no two neighbours is < 100 KiB. Longer values are refused before any parsing.
 MAX_VALUE_LENGTH = 128 * 1024
@@ -251,6 +255,36 @@ class EnvReader:
         return self.integer(
             "master_port", "MASTER_PORT", hint=hint, default=default, minimum=1, maximum=65535
         )
+
+
+def host_names(name: str, values: object, *, hint: str) -> tuple[str, ...]:
+    """``values`` (from variable ``name``: a JSON list, a split line) as host names or IP
+    addresses, each checked; ``InvalidVariableError`` naming ``name`` otherwise."""
+    hosts = values if isinstance(values, list | tuple) else None
+    if hosts is None or len(hosts) > MAX_HOST_LINES:
+        bad: object = values
+    else:
+        bad = next((h for h in hosts if not (isinstance(h, str) and _ADDRESS.fullmatch(h))), None)
+        if bad is None:
+            return tuple(hosts)
+    raise InvalidVariableError(
+        f"{name} is not a list of host names: {shorten(repr(bad))}",
+        variables=(name,),
+        hint=hint,
+    )
+
+
+def parse_json(name: str, value: str, *, hint: str) -> object:
+    """The JSON value of variable ``name``; ``InvalidVariableError`` where it is not JSON.
+    (``json`` is imported here: only the platforms that write JSON pay for it.)"""
+    import json  # noqa: PLC0415 - lazy: detection elsewhere never loads json
+
+    try:
+        return json.loads(value)
+    except (ValueError, RecursionError):  # RecursionError: "[[[[..." nested too deep
+        raise InvalidVariableError(
+            f"{name}={shorten(value)!r} is not valid JSON", variables=(name,), hint=hint
+        ) from None
 
 
 def parse_integer(

@@ -16,9 +16,11 @@ class Source(str, Enum):
     This is the registry of sources: each member names its module in
     :mod:`clusterenv.sources`, and the declaration order is the detection priority,
     highest first. The launchers (torchrun, mpirun) win over the schedulers: inside an
-    allocation it is they that started this process. Kubeflow's variables are generic
-    (``RANK``, ``WORLD_SIZE``), so it comes after every scheduler, and the bare ``env://``
-    contract after it; local always matches.
+    allocation it is they that started this process. The cloud platforms, which start one
+    process per node, come after the HPC schedulers. Kubeflow's variables are generic
+    (``RANK``, ``WORLD_SIZE``; Volcano's pytorch plugin sets them too), so it comes after
+    every scheduler and platform, and the bare ``env://`` contract after it; local always
+    matches.
     """
 
     TORCHELASTIC = "torchelastic"
@@ -29,6 +31,11 @@ class Source(str, Enum):
     LSF = "lsf"
     PBS = "pbs"
     GRIDENGINE = "gridengine"
+    SAGEMAKER = "sagemaker"
+    VERTEX = "vertex"
+    AWSBATCH = "awsbatch"
+    SKYPILOT = "skypilot"
+    VOLCANO = "volcano"
     KUBEFLOW = "kubeflow"
     ENV = "env"
     LOCAL = "local"
@@ -38,13 +45,17 @@ class Role(str, Enum):
     """What this process is within the job.
 
     Only ``rank`` processes are one of ``world_size`` workers; the others describe an
-    allocation from outside it, and the ranks still have to be started (``srun``).
+    allocation from outside it, and the ranks still have to be started (``srun``; on a
+    ``node``, torchrun or the framework on every node).
     """
 
     RANK = "rank"  # one task of a started launch: an srun step, a torchrun worker, an MPI rank
     BATCH = "batch"  # the body of an sbatch script (Slurm's batch step), on the first node
     SHELL = "shell"  # the shell that salloc opened on the submit host
     STANDALONE = "standalone"  # no launcher; a framework may spawn the local ranks itself
+    #: The one process a platform starts on each node (a SageMaker host, a Kubeflow pod):
+    #: torchrun, or the framework itself (Lightning), starts this node's ranks.
+    NODE = "node"
 
 
 class Accelerator(str, Enum):

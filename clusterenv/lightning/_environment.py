@@ -149,14 +149,34 @@ class _SpecEnvironment:
         )
 
 
+class _NodeEnvironment:
+    """Lightning's own ``LightningEnvironment`` (Lightning starts this node's ranks and
+    numbers them) at the platform's main address, port and node rank: the ``node`` role,
+    one process a platform started on each node. Lightning hands these to the ranks it
+    starts (``MASTER_ADDR``, ``NODE_RANK``, ``LOCAL_RANK``)."""
+
+    def __init__(self, spec: ResourceSpec) -> None:
+        super().__init__()
+        self.spec = spec
+
+    @property
+    def main_address(self) -> str:
+        return self.spec.master_addr
+
+    @property
+    def main_port(self) -> int:
+        return self.spec.master_port
+
+    def node_rank(self) -> int:
+        return self.spec.node_rank
+
+
 @functools.cache
-def _environment_class(package: Package, base: str) -> type[_SpecEnvironment]:
-    name = f"ClusterEnv{base.removeprefix('Cluster')}"
+def _environment_class(package: Package, base: str, mixin: type[Any] = _SpecEnvironment) -> Any:
+    prefix = "ClusterEnvNode" if mixin is _NodeEnvironment else "ClusterEnv"
+    name = prefix + base.removeprefix("Cluster")
     environments = import_module(ENVIRONMENTS[package])
-    cls: type[_SpecEnvironment] = type(
-        name, (_SpecEnvironment, getattr(environments, base)), {"__module__": __name__}
-    )
-    return cls
+    return type(name, (mixin, getattr(environments, base)), {"__module__": __name__})
 
 
 def import_module(module: str) -> Any:
@@ -181,12 +201,15 @@ def cluster_environment(
     """The Lightning ``ClusterEnvironment`` for ``spec`` (default: detected now).
 
     A rank of a started launch gets clusterenv's environment (a ``SLURMEnvironment``
-    subclass under Slurm, keeping ``auto_requeue``). A process that is not a rank (local
-    run, sbatch script body) gets Lightning's ``LightningEnvironment``: Lightning then
-    starts the local ranks itself.
+    subclass under Slurm, keeping ``auto_requeue``). The one process a platform starts on
+    each node (role ``node``) gets Lightning's ``LightningEnvironment`` at the platform's
+    main address and node rank; any other process (local run, sbatch script body) gets
+    Lightning's own: Lightning then starts the local ranks itself.
     """
     spec = spec or explain_environment().spec
     package = resolve_package(package)
+    if spec.role is Role.NODE:
+        return _environment_class(package, "LightningEnvironment", _NodeEnvironment)(spec)
     if spec.role is not Role.RANK:
         return import_module(ENVIRONMENTS[package]).LightningEnvironment()
     cls = _environment_class(package, detector_for(spec.source).lightning_base)

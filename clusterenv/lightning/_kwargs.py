@@ -139,7 +139,7 @@ def _geometry(
     devices: int | list[int] | None,
 ) -> tuple[int, int | list[int]]:
     """``num_nodes``/``devices`` for the Trainer, explicit values checked against ``spec``."""
-    if spec.role is Role.RANK:
+    if spec.role in (Role.RANK, Role.NODE):  # a node's ranks: Lightning starts them
         nodes = spec.num_nodes if num_nodes is None else num_nodes
         chosen = spec.devices_per_node if devices is None else devices
         check_launch(spec, origins, nodes, count(chosen), "")

@@ -25,6 +25,7 @@ class Roles:
     batch: str | None = None
     shell: str | None = None
     standalone: str | None = None
+    node: str | None = None
 
 
 @dataclass(frozen=True)

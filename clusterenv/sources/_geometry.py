@@ -18,6 +18,7 @@ __all__ = [
     "job_port",
     "job_script_fields",
     "main_address",
+    "node_fields",
     "rank_fields",
     "read_ranks",
     "uneven_slots",
@@ -161,3 +162,29 @@ def read_ranks(
         reader.derive("world_size", "devices_per_node", "hostnames")
         world_size = size * nodes
     return rank_fields(reader, world_size, global_rank, local, size)
+
+
+def node_fields(reader: EnvReader, gpus: Fields, nodes: int, node: int) -> Fields:
+    """The geometry of the one process a platform starts on each node, of ``nodes`` (this
+    one ``node``, read by the caller into ``num_nodes``/``node_rank``): one rank per GPU it
+    sees, one without GPUs. With one, the process is that rank; with more, it is the
+    ``node`` role, whose ranks torchrun or the framework starts, and a rank that the
+    framework started from it (``LOCAL_RANK`` set, as Lightning sets it) is that rank."""
+    per_node = max(1, gpus["gpus_per_node"])
+    reader.derive("devices_per_node", "visible_devices")
+    reader.derive("world_size", "num_nodes", "devices_per_node")
+    role, local = (Role.RANK, 0) if per_node == 1 else (Role.NODE, 0)
+    if per_node > 1 and "LOCAL_RANK" in reader.env:
+        hint = "the framework sets LOCAL_RANK in the ranks it starts on this node; unset it"
+        local = reader.integer("local_rank", "LOCAL_RANK", hint=hint, maximum=per_node - 1)
+        role = Role.RANK
+    reader.derive("global_rank", "node_rank", "devices_per_node", "local_rank")
+    return {
+        "role": role,
+        "num_nodes": nodes,
+        "devices_per_node": per_node,
+        "world_size": nodes * per_node,
+        "global_rank": node * per_node + local,
+        "local_rank": local,
+        "node_rank": node,
+    }

@@ -18,7 +18,8 @@ clusterenv repository): same names, same values except those that depend on the 
 
 ``deepspeed_env`` and ``slurm_env(mpi="cray_shasta")`` are checked against real DeepSpeed
 and ``srun --mpi=cray_shasta`` launches too. Flux (``pals=True`` included), LSF, PBS, PALS
-and Kubeflow builders follow those schedulers' documentation (no real launch runs here).
+and Kubeflow builders follow those schedulers' documentation, and the cloud platforms'
+(SageMaker, Vertex AI, AWS Batch, SkyPilot, Volcano) theirs (no real launch runs here).
 Every builder returns a :class:`Launch`: a ``dict`` of variables whose ``files`` hold
 the host files PBS and LSF write (pass ``read_file=launch.read_file``).
 Impossible parameters (no nodes, a rank outside the launch, a port above 65535) raise
@@ -29,6 +30,7 @@ fewer nodes than their job, ``srun --mpi=pmi2/pmix``, and MPI launches over seve
 hosts with Open MPI (MPICH's are).
 """
 
+from clusterenv.testing._awsbatch import awsbatch_env
 from clusterenv.testing._env import deepspeed_env, env_launch
 from clusterenv.testing._flux import flux_env
 from clusterenv.testing._gridengine import gridengine_env
@@ -39,11 +41,16 @@ from clusterenv.testing._lsf import lsf_env
 from clusterenv.testing._mpi import mpich_env, openmpi_env
 from clusterenv.testing._pals import pals_env
 from clusterenv.testing._pbs import pbs_env
+from clusterenv.testing._sagemaker import sagemaker_env
+from clusterenv.testing._skypilot import skypilot_env
 from clusterenv.testing._slurm import slurm_env, task_counts
 from clusterenv.testing._torchelastic import torchrun_env
+from clusterenv.testing._vertex import vertex_env
+from clusterenv.testing._volcano import volcano_env
 
 __all__ = [
     "Launch",
+    "awsbatch_env",
     "deepspeed_env",
     "env_launch",
     "flux_env",
@@ -55,7 +62,11 @@ __all__ = [
     "openmpi_env",
     "pals_env",
     "pbs_env",
+    "sagemaker_env",
+    "skypilot_env",
     "slurm_env",
     "task_counts",
     "torchrun_env",
+    "vertex_env",
+    "volcano_env",
 ]

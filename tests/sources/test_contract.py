@@ -84,7 +84,9 @@ def test_present_detected_and_every_field_traced(source: Source, launch: Launch)
         traced |= {"global_rank", "node_rank"}
     if spec.local_rank:
         traced.add("local_rank")
-    if spec.devices_per_node > 1 and not (standalone and spec.visible_devices == probe):
+    # A standalone or node process runs one rank per GPU of the machine (the probe's).
+    per_gpu = spec.role in (Role.STANDALONE, Role.NODE) and spec.visible_devices == probe
+    if spec.devices_per_node > 1 and not per_gpu:
         traced.add("devices_per_node")
     traced |= {name for name in ("hostnames", "job_id") if getattr(spec, name)}
     if spec.visible_devices != probe:
