@@ -18,6 +18,7 @@ import clusterenv.lightning as cl
 from clusterenv import ClusterEnvError, MissingDependencyError, ResourceSpec, detect_environment
 from clusterenv.lightning._kwargs import parse_devices
 from tests.available import require_modules
+from clusterenv.testing import sagemaker_env
 from tests.envs import batch_step, salloc_shell, srun_task, torchrun_worker
 
 require_modules("lightning", "pytorch_lightning")
@@ -84,6 +85,7 @@ def make_trainer(package: str, kwargs: dict[str, Any]) -> Any:
         ({}, ("0", "1"), (1, 2, "cuda", "ddp"), "LightningEnvironment"),
         (batch_step("cn001", ntasks_per_node=2), (), (1, 2, "cpu", "ddp"), "LightningEnvironment"),
         (batch_step("cn001", gpus_per_node=4), (), (1, 4, "cuda", "ddp"), "LightningEnvironment"),
+        (sagemaker_env(2, 1, gpus=4), tuple("0123"), (2, 4, "cuda", "ddp"), "LightningEnvironment"),
     ],
     ids=[
         "srun-2x2",
@@ -94,6 +96,7 @@ def make_trainer(package: str, kwargs: dict[str, Any]) -> Any:
         "local-2gpus",
         "batch-cpu",
         "batch-gpus",
+        "sagemaker-node-2x4",
     ],
 )
 def test_trainer_kwargs_follow_the_spec(
@@ -109,6 +112,13 @@ def test_trainer_kwargs_follow_the_spec(
     assert kwargs["use_distributed_sampler"] is True
     [environment] = kwargs["plugins"]
     assert isinstance(environment, getattr(environments(package), plugin))
+    if spec.role.value == "node":  # Lightning starts the node's ranks, at the platform's address
+        assert not environment.creates_processes_externally
+        assert (environment.main_address, environment.main_port, environment.node_rank()) == (
+            spec.master_addr,
+            spec.master_port,
+            spec.node_rank,
+        )
     if spec.role.value == "rank":
         assert environment.creates_processes_externally
         assert (environment.world_size(), environment.global_rank()) == (

@@ -87,6 +87,8 @@ class SageMakerDetector(Detector):
         common: Fields = {"source": self.source, "job_id": job, **gpus}
         master = reader.optional("master_addr", "MASTER_ADDR")
         port = reader.port(TOOLKIT_PORT, hint="export MASTER_PORT as a free TCP port, or unset it")
+        if "MASTER_PORT" not in env:  # the toolkit's constant, not derived from the job
+            reader.origins["master_port"] = ()
         if current not in training:
             if current not in hosts:
                 raise InconsistentEnvironmentError(
