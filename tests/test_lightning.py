@@ -17,8 +17,8 @@ import pytest
 import clusterenv.lightning as cl
 from clusterenv import ClusterEnvError, MissingDependencyError, ResourceSpec, detect_environment
 from clusterenv.lightning._kwargs import parse_devices
-from tests.available import require_modules
 from clusterenv.testing import sagemaker_env
+from tests.available import require_modules
 from tests.envs import batch_step, salloc_shell, srun_task, torchrun_worker
 
 require_modules("lightning", "pytorch_lightning")

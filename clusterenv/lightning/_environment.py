@@ -76,7 +76,21 @@ def resolve_package(package: Package | None = None) -> Package:
     )
 
 
-class _SpecEnvironment:
+class _SpecAddress:
+    """The main address and port of a :class:`ResourceSpec`, as Lightning asks for them."""
+
+    spec: ResourceSpec
+
+    @property
+    def main_address(self) -> str:
+        return self.spec.master_addr
+
+    @property
+    def main_port(self) -> int:
+        return self.spec.master_port
+
+
+class _SpecEnvironment(_SpecAddress):
     """Lightning's ``ClusterEnvironment`` interface, answered from a :class:`ResourceSpec`.
 
     Combined with Lightning's base class by :func:`_environment_class`. ``__init__`` does not
@@ -99,14 +113,6 @@ class _SpecEnvironment:
     @property
     def creates_processes_externally(self) -> bool:
         return True  # srun or torchrun started every rank
-
-    @property
-    def main_address(self) -> str:
-        return self.spec.master_addr
-
-    @property
-    def main_port(self) -> int:
-        return self.spec.master_port
 
     @staticmethod
     def detect() -> bool:
@@ -149,7 +155,7 @@ class _SpecEnvironment:
         )
 
 
-class _NodeEnvironment:
+class _NodeEnvironment(_SpecAddress):
     """Lightning's own ``LightningEnvironment`` (Lightning starts this node's ranks and
     numbers them) at the platform's main address, port and node rank: the ``node`` role,
     one process a platform started on each node. Lightning hands these to the ranks it
@@ -158,14 +164,6 @@ class _NodeEnvironment:
     def __init__(self, spec: ResourceSpec) -> None:
         super().__init__()
         self.spec = spec
-
-    @property
-    def main_address(self) -> str:
-        return self.spec.master_addr
-
-    @property
-    def main_port(self) -> int:
-        return self.spec.master_port
 
     def node_rank(self) -> int:
         return self.spec.node_rank

@@ -21,6 +21,7 @@ __all__ = [
     "node_fields",
     "rank_fields",
     "read_ranks",
+    "standalone_fields",
     "uneven_slots",
 ]
 
@@ -187,4 +188,20 @@ def node_fields(reader: EnvReader, gpus: Fields, nodes: int, node: int) -> Field
         "global_rank": node * per_node + local,
         "local_rank": local,
         "node_rank": node,
+    }
+
+
+def standalone_fields(reader: EnvReader, gpus: Fields) -> Fields:
+    """The geometry of one process that owns its node alone, like a local run: one rank per
+    GPU it sees (``gpus``), spawned by the framework; one without GPUs."""
+    reader.derive("world_size", "visible_devices")
+    per_node = max(1, gpus["gpus_per_node"])
+    return {
+        "role": Role.STANDALONE,
+        "num_nodes": 1,
+        "devices_per_node": per_node,
+        "world_size": per_node,
+        "global_rank": 0,
+        "local_rank": 0,
+        "node_rank": 0,
     }

@@ -27,10 +27,15 @@ from clusterenv._finding import Finding
 from clusterenv._gpu import gpu_fields
 from clusterenv._reader import EnvReader, GpuProbe, HostFile, parse_integer
 from clusterenv._safe import shorten
-from clusterenv._spec import ResourceSpec, Role, Source
+from clusterenv._spec import ResourceSpec, Source
 from clusterenv.exceptions import InconsistentEnvironmentError
 from clusterenv.sources._detector import Detector, Fields, Hints, Roles
-from clusterenv.sources._geometry import job_port, job_script_fields, uneven_slots
+from clusterenv.sources._geometry import (
+    job_port,
+    job_script_fields,
+    standalone_fields,
+    uneven_slots,
+)
 
 __all__ = ["DETECTOR", "GridEngineDetector"]
 
@@ -71,17 +76,7 @@ class GridEngineDetector(Detector):
             fields = self._parallel(reader)
             hosts = fields["hostnames"]
         else:  # one process, one rank per GPU, like a local run
-            reader.derive("world_size", "visible_devices")
-            per_node = max(1, gpus["gpus_per_node"])
-            fields = {
-                "role": Role.STANDALONE,
-                "num_nodes": 1,
-                "devices_per_node": per_node,
-                "world_size": per_node,
-                "global_rank": 0,
-                "local_rank": 0,
-                "node_rank": 0,
-            }
+            fields = standalone_fields(reader, gpus)
             hosts = ()
         master_addr = reader.optional("master_addr", "MASTER_ADDR")
         if master_addr is None:

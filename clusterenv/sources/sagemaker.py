@@ -28,10 +28,10 @@ from collections.abc import Mapping
 from clusterenv._gpu import gpu_fields
 from clusterenv._reader import EnvReader, GpuProbe, host_names, parse_json
 from clusterenv._safe import shorten
-from clusterenv._spec import Role, Source
+from clusterenv._spec import Source
 from clusterenv.exceptions import InconsistentEnvironmentError
 from clusterenv.sources._detector import Detector, Fields, Hints, Roles
-from clusterenv.sources._geometry import node_fields
+from clusterenv.sources._geometry import node_fields, standalone_fields
 
 __all__ = ["DETECTOR", "SageMakerDetector"]
 
@@ -97,16 +97,9 @@ class SageMakerDetector(Detector):
                     variables=("SM_CURRENT_HOST", "SM_HOSTS"),
                     hint="SageMaker sets both for the job; look for one set by hand",
                 )
-            per_node = max(1, gpus["gpus_per_node"])
             return {
                 **common,
-                "role": Role.STANDALONE,
-                "num_nodes": 1,
-                "devices_per_node": per_node,
-                "world_size": per_node,
-                "global_rank": 0,
-                "local_rank": 0,
-                "node_rank": 0,
+                **standalone_fields(reader, gpus),
                 "master_addr": master or "127.0.0.1",
                 "master_port": port,
             }

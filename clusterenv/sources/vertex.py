@@ -25,10 +25,10 @@ from collections.abc import Mapping
 from clusterenv._gpu import gpu_fields
 from clusterenv._reader import EnvReader, GpuProbe, host_names, parse_integer, parse_json
 from clusterenv._safe import shorten
-from clusterenv._spec import Role, Source
+from clusterenv._spec import Source
 from clusterenv.exceptions import InconsistentEnvironmentError, InvalidVariableError
 from clusterenv.sources._detector import Detector, Fields, Hints, Roles
-from clusterenv.sources._geometry import node_fields
+from clusterenv.sources._geometry import node_fields, standalone_fields
 
 __all__ = ["DETECTOR", "VertexDetector"]
 
@@ -86,17 +86,8 @@ class VertexDetector(Detector):
         gpus = gpu_fields(reader, gpu_probe)
         common: Fields = {"source": self.source, "master_addr": master, "master_port": port}
         if kind not in _TRAINING:  # a server or an evaluator: trains alone, if at all
-            per_node = max(1, gpus["gpus_per_node"])
-            geometry: Fields = {
-                "role": Role.STANDALONE,
-                "num_nodes": 1,
-                "devices_per_node": per_node,
-                "world_size": per_node,
-                "global_rank": 0,
-                "local_rank": 0,
-                "node_rank": 0,
-            }
-            return {**common, **geometry, "master_addr": "127.0.0.1", **gpus}
+            alone = standalone_fields(reader, gpus)
+            return {**common, **alone, "master_addr": "127.0.0.1", **gpus}
         node = index if kind == "workerpool0" else len(primary) + index
         if index >= len(pools[kind]):
             raise InconsistentEnvironmentError(
