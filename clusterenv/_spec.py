@@ -36,6 +36,7 @@ class Source(str, Enum):
     AWSBATCH = "awsbatch"
     SKYPILOT = "skypilot"
     VOLCANO = "volcano"
+    KUBERNETES = "kubernetes"
     KUBEFLOW = "kubeflow"
     ENV = "env"
     LOCAL = "local"

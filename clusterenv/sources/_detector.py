@@ -65,6 +65,10 @@ class Detector(ABC):
     #: Variables whose values every rank of one launch shares but other users do not see:
     #: they go into the probe's launch key (:mod:`clusterenv._probe._protocol`).
     launch_keys: ClassVar[tuple[str, ...]] = ()
+    #: Whether this source describes the one process a platform starts on each node (a
+    #: SageMaker host, a Kubernetes pod), inside which a launcher may start the ranks: a
+    #: rank that launcher :meth:`started <starts_ranks>` is then not this source's.
+    per_node: ClassVar[bool] = False
     #: Whether the launcher itself listens on ``MASTER_PORT`` (torchrun's agent store).
     holds_main_port: ClassVar[bool] = False
     #: Lightning's ``ClusterEnvironment`` subclass that the adapter's plugin extends:
@@ -89,6 +93,13 @@ class Detector(ABC):
         """Whether this source's variables in ``env`` may have been set by a scheduler's own
         task launcher rather than by this launcher (PMI, PMIx, PALS): inside a task that a
         scheduler :meth:`runs <runs_task>`, the scheduler then wins."""
+        return False
+
+    def starts_ranks(self, env: Mapping[str, str]) -> bool:
+        """Whether ``env`` is a rank that this launcher started, one process per rank, with
+        all it needs to say so (the DeepSpeed launcher's complete ``env://`` set). Inside a
+        :attr:`per_node` platform's node process the launcher then wins, though the platform
+        comes first otherwise (its node process may carry a stray ``RANK``)."""
         return False
 
     @abstractmethod

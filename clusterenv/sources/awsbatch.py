@@ -44,6 +44,7 @@ class AwsBatchDetector(Detector):
     variables = ("AWS_BATCH_JOB_", "AWS_BATCH_CE_NAME", "AWS_BATCH_JQ_NAME")
     launch_keys = ("AWS_BATCH_JOB_ID",)
     launcher = "torchrun"
+    per_node = True
     roles = Roles(
         rank="a node of AWS Batch job{job}", node="a node of AWS Batch job{job}, before its ranks"
     )

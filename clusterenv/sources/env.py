@@ -60,6 +60,13 @@ class EnvDetector(Detector):
     def present(self, env: Mapping[str, str]) -> bool:
         return "RANK" in env and "WORLD_SIZE" in env
 
+    def starts_ranks(self, env: Mapping[str, str]) -> bool:
+        # The whole per-process set: a Lightning rank started from a platform's node
+        # process inherits the platform's RANK but gets no ranks per node.
+        return all(name in env for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK")) and any(
+            name in env for name in _LOCAL_SIZE
+        )
+
     def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
         needed = (("LOCAL_RANK",), _LOCAL_SIZE, ("MASTER_ADDR",), ("MASTER_PORT",))
         missing = [names[0] for names in needed if not any(n in reader.env for n in names)]

@@ -32,6 +32,7 @@ class KubeflowDetector(Detector):
     reason = "KUBERNETES_SERVICE_HOST, RANK and WORLD_SIZE are set: a PyTorchJob pod"
     variables = ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "RANK", "WORLD_SIZE", "PET_")
     launcher = "torchrun"
+    per_node = True
     roles = Roles(rank="the PyTorchJob", batch="a PyTorchJob pod before its torchrun (job{job})")
     hints = Hints(
         num_nodes="change the PyTorchJob's replicas",

@@ -60,6 +60,7 @@ class SageMakerDetector(Detector):
     shared_variables = ("TRAINING_JOB_NAME",)
     launch_keys = ("SM_HOSTS", "TRAINING_JOB_NAME")
     launcher = "torchrun"
+    per_node = True
     roles = Roles(
         rank="a SageMaker training host",
         node="a SageMaker training host, before its ranks",

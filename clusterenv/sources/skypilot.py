@@ -45,6 +45,7 @@ class SkyPilotDetector(Detector):
     )
     launch_keys = ("SKYPILOT_TASK_ID",)
     launcher = "torchrun"
+    per_node = True
     roles = Roles(rank="a SkyPilot node", node="a SkyPilot node, before its ranks")
     hints = Hints(
         num_nodes="change the task's num_nodes",

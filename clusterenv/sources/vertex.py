@@ -42,6 +42,7 @@ class VertexDetector(Detector):
     reason = "CLUSTER_SPEC is set: a replica of a Vertex AI custom job"
     variables = ("CLUSTER_SPEC", "CLOUD_ML_JOB_ID")
     launcher = "torchrun"
+    per_node = True
     roles = Roles(
         rank="a Vertex AI replica",
         node="a Vertex AI replica, before its ranks",

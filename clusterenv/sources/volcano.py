@@ -51,6 +51,7 @@ class VolcanoDetector(Detector):
     reason = "VC_<TASK>_HOSTS is set: a pod of a Volcano job (svc plugin)"
     variables = ("VC_", "VK_TASK_INDEX")
     launcher = "torchrun"
+    per_node = True
     roles = Roles(rank="a Volcano pod", node="a Volcano pod, before its ranks")
     hints = Hints(
         num_nodes="change the tasks' replicas",

@@ -19,7 +19,8 @@ clusterenv repository): same names, same values except those that depend on the 
 ``deepspeed_env`` and ``slurm_env(mpi="cray_shasta")`` are checked against real DeepSpeed
 and ``srun --mpi=cray_shasta`` launches too. Flux (``pals=True`` included), LSF, PBS, PALS
 and Kubeflow builders follow those schedulers' documentation, and the cloud platforms'
-(SageMaker, Vertex AI, AWS Batch, SkyPilot, Volcano) theirs (no real launch runs here).
+(SageMaker, Vertex AI, AWS Batch, SkyPilot, Volcano, Kubernetes Indexed Jobs)
+theirs (no real launch runs here).
 Every builder returns a :class:`Launch`: a ``dict`` of variables whose ``files`` hold
 the host files PBS and LSF write (pass ``read_file=launch.read_file``).
 Impossible parameters (no nodes, a rank outside the launch, a port above 65535) raise
@@ -35,6 +36,7 @@ from clusterenv.testing._env import deepspeed_env, env_launch
 from clusterenv.testing._flux import flux_env
 from clusterenv.testing._gridengine import gridengine_env
 from clusterenv.testing._kubeflow import kubeflow_env
+from clusterenv.testing._kubernetes import kubernetes_env
 from clusterenv.testing._launch import Launch
 from clusterenv.testing._local import local_env
 from clusterenv.testing._lsf import lsf_env
@@ -56,6 +58,7 @@ __all__ = [
     "flux_env",
     "gridengine_env",
     "kubeflow_env",
+    "kubernetes_env",
     "local_env",
     "lsf_env",
     "mpich_env",
