@@ -77,3 +77,13 @@ def test_a_node_rank_that_disagrees_is_an_error() -> None:
     with pytest.raises(InconsistentEnvironmentError, match="NODE_RANK='0'"):
         detect(env_launch(2, 4, 5) | {"NODE_RANK": "0"})
     assert detect(env_launch(2, 4, 5) | {"NODE_RANK": "1"}).node_rank == 1
+
+
+def test_azure_mls_pytorch_distribution_is_asked_for_its_ranks_per_node() -> None:
+    """Azure ML documents RANK, WORLD_SIZE, LOCAL_RANK, NODE_RANK, MASTER_ADDR and
+    MASTER_PORT per process, nothing per node: no guess, the error names the variable."""
+    azure = {"RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "NODE_RANK": "1"}
+    azure |= {"MASTER_ADDR": "10.0.0.4", "MASTER_PORT": "6105"}
+    with pytest.raises(MissingVariableError, match="LOCAL_WORLD_SIZE"):
+        detect(azure)
+    assert detect(azure | {"LOCAL_WORLD_SIZE": "4"}).node_rank == 1
