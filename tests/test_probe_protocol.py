@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from clusterenv import ProbeError, ResourceSpec, detect_environment, probe
-from clusterenv._probe import _server
+from clusterenv._probe import _client, _server
 from clusterenv._probe._checks import disagreements, duplicates, foreign, missing, per_node
 from clusterenv._probe._protocol import Hello, Verdict, encode
 from clusterenv.testing import torchrun_env
@@ -153,6 +153,49 @@ def test_a_dripping_stranger_delays_no_one() -> None:
     assert time.monotonic() - started < 2
     assert not isinstance(results[0], ProbeError)
     assert not isinstance(results[1], ProbeError)
+
+
+def test_a_rank_slower_than_the_hello_limit_is_asked_again_not_judged(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A loaded rank connects, then says nothing past the hello limit: rank 0 tells it to
+    retry, it asks again, and the probe passes with no foreign connection."""
+    monkeypatch.setattr(_server, "HELLO_S", 0.3)
+    exchange, slowed = _client._exchange, threading.Event()
+
+    def slow_first(address: tuple[str, int], data: bytes, deadline: float) -> bytes | None:
+        if slowed.is_set():
+            return exchange(address, data, deadline)
+        slowed.set()
+        with socket.create_connection(address, timeout=TIMEOUT) as sock:
+            time.sleep(0.8)  # rank 0 gives up on it meanwhile
+            with contextlib.suppress(OSError):
+                sock.sendall(data)
+                return sock.recv(9000).partition(b"\n")[0] or None
+        return None
+
+    monkeypatch.setattr(_client, "_exchange", slow_first)
+    results = run_ranks(launch(2, free_port()))
+    assert slowed.is_set()
+    assert not isinstance(results[0], ProbeError), results[0]
+    assert not isinstance(results[1], ProbeError), results[1]
+    assert "foreign" not in results[0].table()
+
+
+def test_a_rank_0_that_closes_without_a_word_is_asked_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A connection closed without an answer (a busy rank 0) is retried, not judged at once."""
+    exchange, calls = _client._exchange, []
+
+    def closed_twice(address: tuple[str, int], data: bytes, deadline: float) -> bytes | None:
+        calls.append(address)
+        return None if len(calls) <= 2 else exchange(address, data, deadline)
+
+    monkeypatch.setattr(_client, "_exchange", closed_twice)
+    results = run_ranks(launch(2, free_port()))
+    assert len(calls) == 3
+    assert not isinstance(results[1], ProbeError), results[1]
 
 
 def answering_rank_0(port: int, reply: bytes) -> socket.socket:

@@ -1,5 +1,6 @@
 """Every rank but 0: connect to rank 0, say hello, wait for its verdict (asking again when
-told to retry), and trust no answer that lacks the launch's key."""
+told to retry, or when rank 0 closed the connection without a word, as a busy rank 0 may),
+and trust no answer that lacks the launch's key."""
 
 from __future__ import annotations
 
@@ -31,22 +32,24 @@ def ask(
     """Rank 0's verdict for ``hello``; ``ProbeError`` when it cannot be had by ``deadline``
     (plus the time rank 0 takes to answer) or comes from something that is not rank 0."""
     host, port = address
-    where, started, last = f"{host}:{port}", time.monotonic(), "no attempt"
+    where, started = f"{host}:{port}", time.monotonic()
     for attempt in itertools.count():
         try:
             line = _exchange(address, encode(hello), deadline)
         except OSError as error:
-            last = error.strerror or str(error)
             if time.monotonic() + _CONNECT_RETRY_S > deadline:
                 raise ProbeError(
                     f"rank {hello.rank} on {hello.host} could not connect to rank 0 at {where} "
-                    f"within {deadline - started:.0f} s (last error: {last})",
+                    f"within {deadline - started:.0f} s (last error: {error.strerror or error})",
                     hint=f"check that rank 0 runs the probe too, that this node can reach {host} "
                     "(firewall) and that MASTER_ADDR names rank 0's node",
                 ) from None
-            # Backing off, with jitter: thousands of ranks must not storm a rank 0 that
-            # is still starting.
-            time.sleep(min(_CONNECT_RETRY_S * 2 ** min(attempt, 5), 1.0) * random.uniform(0.5, 1))
+            _back_off(attempt)
+            continue
+        if line is None and not taken and time.monotonic() + _CONNECT_RETRY_S <= deadline:
+            # Closed without a word: a rank 0 too busy for this hello; ask again. Only at
+            # the deadline, or where the port is known to be taken, is that judged.
+            _back_off(attempt)
             continue
         message = decode(line, (Verdict, Retry)) if line else None
         if isinstance(message, Retry):  # spread the ranks' second asks over time
@@ -59,7 +62,10 @@ def ask(
         if taken:
             problem = f"port {port} on {host} is in use by another program"
         elif line is None:
-            problem = f"rank 0 at {where} closed the connection without an answer"
+            problem = (
+                f"rank 0 at {where} closed every connection without an answer for "
+                f"{deadline - started:.0f} s"
+            )
         else:
             problem = f"something at {where} answered the probe, but not as rank 0 of this launch"
         raise ProbeError(
@@ -67,6 +73,12 @@ def ask(
             hint="export MASTER_PORT as a free port (another job or user on the node holds it)",
         )
     raise AssertionError("itertools.count() never ends")
+
+
+def _back_off(attempt: int) -> None:
+    """Sleep before asking again, with jitter: thousands of ranks must not storm a rank 0
+    that is still starting or busy."""
+    time.sleep(min(_CONNECT_RETRY_S * 2 ** min(attempt, 5), 1.0) * random.uniform(0.5, 1))
 
 
 def _exchange(address: tuple[str, int], data: bytes, deadline: float) -> bytes | None:

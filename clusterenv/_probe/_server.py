@@ -1,10 +1,13 @@
 """Rank 0's side of the probe: one event loop (``selectors``) serving every rank at once.
 
 Each connection costs a bounded buffer and must deliver its hello within ``HELLO_S``; a
-silent, dripping or flooding peer is closed and counted as foreign without delaying
-anyone. Rank 0 holds the connections of ranks waiting for the verdict up to what its open
-file limit allows (``capacity``); past that it records the hello and answers ``Retry``, and
-the rank asks again. So 10 000 ranks rendezvous under the default soft limit of 1 024.
+dripping or flooding peer, or one that sends anything but a hello of this launch, is closed
+and counted as foreign without delaying anyone. A peer that has sent nothing by then may be
+a real rank that is merely slow (a loaded node): it is told to retry, never judged, so the
+verdict depends only on who arrived by the deadline. Rank 0 holds the connections of ranks
+waiting for the verdict up to what its open file limit allows (``capacity``); past that it
+records the hello and answers ``Retry``, and the rank asks again. So 10 000 ranks
+rendezvous under the default soft limit of 1 024.
 """
 
 from __future__ import annotations
@@ -142,7 +145,11 @@ class _Loop:
         for sock in [s for s, peer in self.peers.items() if now - peer.opened > HELLO_S]:
             self._receive(sock)  # a loaded rank 0 may simply not have read it yet
             if sock in self.peers:
-                self.seen.stranger("silent or too slow for the hello", self.peers[sock])
+                peer = self.peers[sock]
+                if peer.buffer:  # part of a message, dripping: no rank sends that slowly
+                    self.seen.stranger("no complete hello within 5 s", peer)
+                else:  # nothing yet: perhaps a slow rank, which asks again
+                    _send(sock, encode(Retry(after=RETRY_S)))
                 self._drop(sock)
 
     def _listen(self) -> None:
@@ -221,7 +228,8 @@ def _read(peer: _Peer, key: bytes, seen: Rendezvous) -> Hello | object | None:
     if not newline:
         if data and len(peer.buffer) <= MAX_MESSAGE:
             return _WAIT
-        seen.stranger("a message over the size limit" if data else "closed before a hello", peer)
+        if data:  # a peer that closes having sent nothing is no one: not counted
+            seen.stranger("a message over the size limit", peer)
         return None
     message = decode(bytes(line), (Hello,))
     if not isinstance(message, Hello):

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -102,6 +104,29 @@ def test_two_processes_claiming_rank_0_are_reported() -> None:
         assert "rank 0 is claimed by 2 processes" in out
         assert "1 rank(s) (1) never reached" in out
         assert "Traceback" not in out
+
+
+def test_a_rank_0_stopped_for_a_second_still_meets_every_rank() -> None:
+    """SIGSTOP then SIGCONT of rank 0 while 8 ranks connect: the ranks wait in its listen
+    backlog or ask again, and all pass (issue 32: slow is not foreign)."""
+    main = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
+    rank0 = probe_with(slurm_env(nodes=1, tasks_per_node=8) | main)
+    port = int(main["MASTER_PORT"])  # srun holds no port: the probe listens on it
+    for _ in range(200):  # until rank 0 listens
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.05)
+    os.kill(rank0.pid, signal.SIGSTOP)
+    others = [
+        probe_with(slurm_env(nodes=1, tasks_per_node=8, procid=rank) | main) for rank in range(1, 8)
+    ]
+    time.sleep(1.5)
+    os.kill(rank0.pid, signal.SIGCONT)
+    for process in [rank0, *others]:
+        code, out = finish(process)
+        assert code == 0, out
+        assert "foreign" not in out
 
 
 def test_a_rank_without_rank_0_gives_up_in_time() -> None:
