@@ -90,11 +90,18 @@ def register_resolver() -> None:
         raise MissingDependencyError(
             "the ${clusterenv:...} resolver needs OmegaConf", hint="pip install omegaconf"
         )
-    from omegaconf import OmegaConf  # noqa: PLC0415 - optional, only when registering
+    import omegaconf  # noqa: PLC0415 - optional, only when registering
 
-    if not OmegaConf.has_resolver(RESOLVER):
+    config = omegaconf.OmegaConf
+    if not config.has_resolver(RESOLVER):
+        # OmegaConf 2.4 deprecates register_new_resolver (a warning in every run) for
+        # register_resolver, which before 2.4 was the legacy string-only API.
+        major, minor = (int(part) for part in omegaconf.__version__.split(".")[:2])
+        register = (
+            config.register_resolver if (major, minor) >= (2, 4) else config.register_new_resolver
+        )
         # Not cached: a config resolved in another process (a spawned rank) detects anew.
-        OmegaConf.register_new_resolver(RESOLVER, _resolve, use_cache=False)
+        register(RESOLVER, _resolve, use_cache=False)
 
 
 def _resolve(name: str) -> int | str:
