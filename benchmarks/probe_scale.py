@@ -1,16 +1,24 @@
 """The probe at scale: N ranks against a real rank-0 `clusterenv probe` process started
 under `ulimit -n 1024` (soft and hard: rank 0 cannot raise it).
 
-    python benchmarks/probe_scale.py [--ranks 1000 4000 10000] [--output PATH]
+    python benchmarks/probe_scale.py [--ranks 1000 4000 10000 100000] [--output PATH]
 
-The other ranks run the real client code (``clusterenv.probe``) in threads, spread over a
-few processes. Reports the wall time until every rank has its verdict, rank 0's peak
-memory (VmHWM) and its most open files (sampled), and that every rank was OK.
+Up to 10 000 ranks, the other ranks run the real client code (``clusterenv.probe``) in
+threads of 8 processes. Beyond, threads run out (Linux's pid_max is 32 768 here), so each
+of 8 processes runs its ranks as asyncio clients that speak the same protocol with the same
+rules (ask again when told to or when closed without a word, back off with jitter), each
+process from its own loopback addresses (127.0.0.0/8), so ephemeral ports do not run out.
+
+Reports the wall time until every rank has its verdict, rank 0's CPU time per rank and its
+peak memory (``wait4``'s rusage of that process alone: the figures that carry over to a
+real machine, where each rank has its own CPUs), its most open files (sampled), and that
+every rank was OK.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import random
@@ -24,9 +32,20 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from clusterenv import ProbeError, detect_environment, probe
+from clusterenv._probe import _hello
+from clusterenv._probe._protocol import (
+    Retry,
+    Verdict,
+    decode,
+    encode,
+    equal,
+    launch_key,
+    verdict_proof,
+)
 from clusterenv.testing import torchrun_env
 
 PROCESSES = 8
+THREADED = 10_000  # the most ranks that run as threads of the real client code
 TIMEOUT = 60.0
 
 
@@ -58,6 +77,48 @@ def _clients(world: int, ranks: list[int], port: int) -> int:
     return len(ok)
 
 
+def _async_clients(world: int, ranks: list[int], port: int, worker: int) -> int:
+    """Probe ``ranks`` as asyncio clients of this process, from 127.<worker+1>.x.y; the
+    number that had an OK verdict with rank 0's proof."""
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    first = _env(world, 0, port)
+    key = launch_key(detect_environment(first, gpu_probe=tuple), first, port)
+    deadline = time.monotonic() + TIMEOUT * 2
+
+    async def one(index: int, rank: int) -> bool:
+        await asyncio.sleep(random.uniform(0, 2))  # ranks start over a few seconds
+        hello = _hello(detect_environment(_env(world, rank, port), gpu_probe=tuple), key)
+        source = f"127.{worker + 1}.{index // 250 % 250 + 1}.{index % 250 + 1}"
+        for attempt in range(10_000):
+            line = b""
+            try:
+                reader, writer = await asyncio.wait_for(
+                    asyncio.open_connection("127.0.0.1", port, local_addr=(source, 0)), 10
+                )
+                try:
+                    writer.write(encode(hello))
+                    line = await asyncio.wait_for(reader.readline(), TIMEOUT * 2)
+                finally:
+                    writer.close()
+            except (OSError, TimeoutError):
+                pass
+            message = decode(line.rstrip(b"\n"), (Verdict, Retry)) if line else None
+            if isinstance(message, Verdict):
+                proof = verdict_proof(key, hello.nonce, message.ok, message.problems)
+                return message.ok and equal(message.proof, proof)
+            if time.monotonic() > deadline:
+                return False
+            after = message.after if isinstance(message, Retry) else 0.05 * 2 ** min(attempt, 5)
+            await asyncio.sleep(min(after, 1.0) * random.uniform(1.0, 1.5))
+        return False
+
+    async def every() -> int:
+        return sum(await asyncio.gather(*(one(i, rank) for i, rank in enumerate(ranks))))
+
+    return asyncio.run(every())
+
+
 def _free_port() -> int:
     """A free port below Linux's ephemeral range (32768-60999), as clusterenv's job ports
     are: a port in it can be taken by the ranks' own outgoing connections."""
@@ -74,38 +135,48 @@ def _free_port() -> int:
 def run(world: int) -> dict[str, object]:
     port = _free_port()
     env = {"PATH": os.environ["PATH"], **_env(world, 0, port)}
+    timeout = TIMEOUT if world <= THREADED else TIMEOUT * 2
     command = (
-        f"ulimit -n 1024; exec {sys.executable} -m clusterenv probe --json --timeout {TIMEOUT:g}"
+        f"ulimit -n 1024; exec {sys.executable} -m clusterenv probe --json --timeout {timeout:g}"
     )
     started = time.perf_counter()
     rank0 = subprocess.Popen(["bash", "-c", command], env=env, stdout=subprocess.PIPE, text=True)
-    peak = {"files": 0, "kib": 0}
+    peak = {"files": 0}
 
     def sample() -> None:
         while rank0.poll() is None:
             try:
                 files = len(os.listdir(f"/proc/{rank0.pid}/fd"))
-                status = Path(f"/proc/{rank0.pid}/status").read_text()
                 peak["files"] = max(peak["files"], files)
-                peak["kib"] = int(status.split("VmHWM:")[1].split()[0])
-            except (OSError, IndexError):
+            except OSError:
                 pass
             time.sleep(0.05)
 
     sampler = threading.Thread(target=sample)
     sampler.start()
     others = list(range(1, world))
+    parts = [others[i::PROCESSES] for i in range(PROCESSES)]
     with ProcessPoolExecutor(PROCESSES) as pool:
-        parts = [others[i::PROCESSES] for i in range(PROCESSES)]
-        ok = sum(pool.map(_clients, [world] * PROCESSES, parts, [port] * PROCESSES))
-    out, _ = rank0.communicate(timeout=TIMEOUT)
+        if world <= THREADED:
+            counts = pool.map(_clients, [world] * PROCESSES, parts, [port] * PROCESSES)
+        else:
+            counts = pool.map(
+                _async_clients, [world] * PROCESSES, parts, [port] * PROCESSES, range(PROCESSES)
+            )
+        ok = sum(counts)
+    assert rank0.stdout is not None
+    out = rank0.stdout.read()
+    _, status, usage = os.wait4(rank0.pid, 0)  # rank 0's own CPU time and peak memory
+    rank0.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - started
     sampler.join()
     verdict = json.loads(out) if out.strip() else {"ok": False}
     return {
         "ranks": world,
+        "clients": "threads" if world <= THREADED else "asyncio",
         "wall_s": round(wall, 2),
-        "rank0_peak_mib": round(peak["kib"] / 1024, 1),
+        "rank0_cpu_us_per_rank": round((usage.ru_utime + usage.ru_stime) / world * 1e6),
+        "rank0_peak_mib": round(usage.ru_maxrss / 1024, 1),
         "rank0_peak_files": peak["files"],
         "all_ok": bool(verdict["ok"]) and ok == world - 1 and rank0.returncode == 0,
     }
@@ -113,17 +184,19 @@ def run(world: int) -> dict[str, object]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ranks", type=int, nargs="+", default=[1000, 4000, 10000])
+    parser.add_argument("--ranks", type=int, nargs="+", default=[1000, 10000, 100000])
     parser.add_argument("--output", type=Path)
     options = parser.parse_args()
     lines = [
-        "| ranks | wall s | rank 0 peak MiB | rank 0 most open files | every rank OK |",
-        "|---:|---:|---:|---:|---|",
+        "| ranks | clients | wall s | rank 0 CPU µs per rank | rank 0 peak MiB "
+        "| rank 0 most open files | every rank OK |",
+        "|---:|---|---:|---:|---:|---:|---|",
     ]
     for world in options.ranks:
         row = run(world)
         lines.append(
-            f"| {row['ranks']} | {row['wall_s']} | {row['rank0_peak_mib']} | "
+            f"| {row['ranks']} | {row['clients']} | {row['wall_s']} | "
+            f"{row['rank0_cpu_us_per_rank']} | {row['rank0_peak_mib']} | "
             f"{row['rank0_peak_files']} | {'yes' if row['all_ok'] else 'NO'} |"
         )
         print(lines[-1], flush=True)

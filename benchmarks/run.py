@@ -14,10 +14,14 @@ validates one pydantic model is the "one model validated" row.
 from __future__ import annotations
 
 import argparse
+import io
 import math
+import os
 import statistics
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 from collections.abc import Callable
 from functools import partial
@@ -48,8 +52,27 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.2f}" if seconds >= 1e-3 else f"{seconds * 1e3:.4f}"
 
 
-def _python(code: str) -> Callable[[], object]:
-    return _command(sys.executable, "-c", code)
+def _python(code: str, path: Path | None = None) -> Callable[[], object]:
+    """Run ``code`` in a fresh interpreter; with ``path``, importing clusterenv from there."""
+    env = None if path is None else {**os.environ, "PYTHONPATH": str(path)}
+    argv = (sys.executable, "-c", code)
+    return lambda: subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=env)
+
+
+def _tree(ref: str, into: Path) -> Path | None:
+    """The ``clusterenv`` package as of git ``ref``, extracted under ``into``; ``None``
+    where git or the history is not there (a source tarball)."""
+    root = Path(__file__).resolve().parent.parent
+    archive = subprocess.run(
+        ["git", "-C", str(root), "archive", "--format=tar", ref, "clusterenv"],
+        capture_output=True,
+        check=False,
+    )
+    if archive.returncode != 0:
+        return None
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(into, filter="data")
+    return into
 
 
 def _command(*argv: str) -> Callable[[], object]:
@@ -87,10 +110,50 @@ SRUN_TASK = {
 }
 
 
+REFERENCE = "58d1e42"
+DETECT = "import clusterenv; clusterenv.detect_environment()"
+FLOOR = "from pydantic import BaseModel\nclass M(BaseModel, frozen=True): x: int\nM(x=1)"
+
+
+def _against(ref: str, repeat: int) -> list[str]:
+    """Import + detect over the pydantic floor, for this tree and for ``ref``, measured
+    interleaved in this one run, so that a regression shows whatever the machine's load."""
+    here = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory() as scratch:
+        old = _tree(ref, Path(scratch))
+        if old is None:
+            return ["", f"(no git history: import cost not compared with {ref})"]
+        runs = {
+            "floor": _python(FLOOR),
+            "this tree": _python(DETECT, here),
+            ref: _python(DETECT, old),
+        }
+        samples: dict[str, list[float]] = {name: [] for name in runs}
+        for _ in range(repeat):  # interleaved: each round measures all three alike
+            for name, run in runs.items():
+                start = time.perf_counter()
+                run()
+                samples[name].append(time.perf_counter() - start)
+    floor = statistics.median(samples["floor"])
+    over = {name: statistics.median(samples[name]) - floor for name in ("this tree", ref)}
+    return [
+        "",
+        f"import + detect over the pydantic floor (one frozen model validated, "
+        f"{floor * 1e3:.1f} ms), medians of {repeat} interleaved runs: this tree "
+        f"{over['this tree'] * 1e3:+.1f} ms, {ref} {over[ref] * 1e3:+.1f} ms  ",
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=20, help="repeats per measurement")
     parser.add_argument("--output", type=Path, help="also write the table to this markdown file")
+    parser.add_argument(
+        "--against",
+        default=REFERENCE,
+        help=f"the git commit or tag whose import cost is measured beside this tree's "
+        f"(default {REFERENCE}, the release of issues 3-11)",
+    )
     options = parser.parse_args()
     repeat = options.repeat
 
@@ -182,6 +245,7 @@ def main() -> None:
         lines.append(
             f"import + detect - {name} = {(detect_row[2] - row[2]) * 1e3:.1f} ms (medians)  "
         )
+    lines += _against(options.against, repeat)
     table = "\n".join(lines)
     print(table)
     if options.output:
