@@ -171,6 +171,7 @@ def _nvidia_smi() -> GpuInventory:
             [smi, "-L"],
             capture_output=True,
             text=True,
+            errors="replace",  # never a crash on the output's bytes
             timeout=2,
             check=True,
         )

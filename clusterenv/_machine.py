@@ -95,7 +95,10 @@ def _launcher_versions(env: Mapping[str, str]) -> dict[str, str]:
         try:
             if left <= 0:
                 raise subprocess.TimeoutExpired(command, 0)
-            result = subprocess.run(command, capture_output=True, text=True, timeout=left)
+            # errors="replace": a launcher may echo a hostile variable's bytes back.
+            result = subprocess.run(
+                command, capture_output=True, text=True, errors="replace", timeout=left
+            )
         except subprocess.TimeoutExpired:
             versions[detector.source.value] = (
                 f"unknown: `{' '.join(command)}` did not answer within {VERSION_BUDGET:.0f} s"

@@ -186,6 +186,20 @@ def test_the_machine_names_the_launchers_versions(
     assert collect_machine(GpuInventory, {}).launchers == {}
 
 
+def test_a_launcher_echoing_bytes_that_are_not_utf8_is_shown_escaped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """srun repeats a hostile SLURM_JOB_ID's bytes in its messages: never a crash."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "srun").write_bytes(b"#!/bin/sh\nprintf 'slurm \\377\\376'\nprintf '\\377' >&2\n")
+    (tools / "srun").chmod(0o755)
+    monkeypatch.setenv("PATH", str(tools))
+    assert collect_machine(GpuInventory, slurm_env(1, 1)).launchers == {
+        "slurm": "slurm \ufffd\ufffd"
+    }
+
+
 def test_a_wedged_launcher_is_named_and_bounded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
