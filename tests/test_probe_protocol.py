@@ -198,6 +198,31 @@ def test_a_rank_0_that_closes_without_a_word_is_asked_again(
     assert not isinstance(results[1], ProbeError), results[1]
 
 
+def test_ranks_that_disagree_on_the_world_size_are_told_so() -> None:
+    """Not a foreign connection: a rank of this launch that believes another world size."""
+    port = free_port()
+    ranks = launch(2, port)
+    env = dict(torchrun_env(1, 3, 1, master_addr="127.0.0.1", master_port=port - 1))
+    ranks[1] = (detect_environment(env, gpu_probe=tuple), env)
+    results = run_ranks(ranks)
+    for result in results.values():
+        assert isinstance(result, ProbeError)
+        assert "the ranks disagree on world_size: 2 on rank(s) 0; 3 on rank(s) 1" in str(result)
+        assert "foreign" not in str(result)
+
+
+def test_rank_0_listens_where_an_ipv6_main_address_points() -> None:
+    try:
+        socket.create_server(("::1", 0), family=socket.AF_INET6).close()
+    except OSError:
+        pytest.skip("no IPv6 loopback on this machine")
+    port = free_port()
+    envs = [dict(torchrun_env(1, 2, r, master_addr="::1", master_port=port - 1)) for r in (0, 1)]
+    results = run_ranks([(detect_environment(env, gpu_probe=tuple), env) for env in envs])
+    assert not isinstance(results[1], ProbeError), results[1]
+    assert f"reached [::1]:{port}" in results[0].table()
+
+
 def answering_rank_0(port: int, reply: bytes) -> socket.socket:
     """A stranger holding the probe's port that answers every hello with ``reply``."""
     fake = socket.socket()

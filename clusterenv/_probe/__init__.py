@@ -35,7 +35,7 @@ from clusterenv._diagnose import launcher_for
 from clusterenv._probe._checks import check
 from clusterenv._probe._client import ask
 from clusterenv._probe._protocol import Hello, hello_proof, launch_key, new_nonce
-from clusterenv._probe._report import ProbeReport, probe_port
+from clusterenv._probe._report import ProbeReport, probe_address, probe_port
 from clusterenv._probe._server import Rendezvous, serve
 from clusterenv._spec import ResourceSpec, Role
 from clusterenv.exceptions import ProbeError
@@ -121,7 +121,7 @@ def _rendezvous(spec: ResourceSpec | None, timeout: float, env: Mapping[str, str
     if spec.world_size == 1:  # nothing to rendezvous with: say what was not checked
         note = (
             "alone: a one-rank launch; no port was opened and the main address "
-            f"{spec.master_addr}:{probe_port(spec)} was not checked"
+            f"{probe_address(spec)} was not checked"
         )
         return ProbeReport(spec, [_row(spec, "alone", socket.gethostname())], note=note)
     deadline = time.monotonic() + timeout
@@ -172,7 +172,7 @@ def _serve(
     deadline: float,
     timeout: float,
 ) -> ProbeReport:
-    address = f"{spec.master_addr}:{probe_port(spec)}"
+    address = probe_address(spec)
 
     def judge(seen: Rendezvous) -> list[str]:
         hellos = [own, *seen.hellos.values()]
@@ -229,23 +229,21 @@ def _row_of(hello: Hello, status: str) -> dict[str, Any]:
 
 
 def _listen(address: str, port: int) -> socket.socket:
-    """Listen on ``address``'s interface if it is this machine's, else on all of them."""
-    for host in (address, ""):
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    """Listen on ``address``'s interface if it is this machine's (IPv4 or IPv6, as it
+    resolves), else on all interfaces: IPv4 and IPv6 together where the machine has both.
+    ``create_server`` sets SO_REUSEADDR, which only skips TIME_WAIT: a port that is really
+    taken still fails (EADDRINUSE)."""
+    for family, _, _, _, where in socket.getaddrinfo(address, port, type=socket.SOCK_STREAM):
         try:
-            # SO_REUSEADDR only skips TIME_WAIT: a port that is really taken still fails.
-            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            listener.bind((host, port))
-            listener.listen(socket.SOMAXCONN)
+            return socket.create_server(where, family=family, backlog=socket.SOMAXCONN)
         except OSError as error:
-            listener.close()
-            if host and error.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT, errno.EINVAL):
-                continue  # not an address of this machine (or not IPv4): all interfaces
-            if host and isinstance(error, socket.gaierror):
-                continue
-            raise
-        return listener
-    raise AssertionError("binding all interfaces either works or raises")
+            if error.errno not in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT, errno.EINVAL):
+                raise
+    dual = socket.has_dualstack_ipv6()
+    family = socket.AF_INET6 if dual else socket.AF_INET
+    return socket.create_server(
+        ("", port), family=family, backlog=socket.SOMAXCONN, dualstack_ipv6=dual
+    )
 
 
 def _resolve(spec: ResourceSpec, origins: Mapping[str, str]) -> None:

@@ -19,6 +19,7 @@ from clusterenv._probe._protocol import (
     equal,
     verdict_proof,
 )
+from clusterenv._probe._report import endpoint
 from clusterenv.exceptions import ProbeError
 
 __all__ = ["ask"]
@@ -32,7 +33,7 @@ def ask(
     """Rank 0's verdict for ``hello``; ``ProbeError`` when it cannot be had by ``deadline``
     (plus the time rank 0 takes to answer) or comes from something that is not rank 0."""
     host, port = address
-    where, started = f"{host}:{port}", time.monotonic()
+    where, started = endpoint(host, port), time.monotonic()
     for attempt in itertools.count():
         try:
             line = _exchange(address, encode(hello), deadline)

@@ -4,8 +4,8 @@ ends, and a per-launch key that strangers on the network do not have.
 Every message is one line of at most ``MAX_MESSAGE`` bytes: a ``Hello`` from each rank, and
 from rank 0 a ``Verdict`` or a ``Retry`` (come back later: rank 0 holds fewer connections
 than there are ranks). The key is a SHA-256 over what every rank of one launch shares: the
-source, job id, main address and port, world size, and launcher values that are the same in
-every rank but not shown to other users (the srun step's own port, torchrun's run id, Open
+source, the probe's port, and launcher values that are the same in every rank but not shown
+to other users (the srun step's own port, torchrun's run id, Open
 MPI's per-job transport key; ``CLUSTERENV_PROBE_KEY`` adds a secret of your own). It never
 travels: a hello carries an HMAC of the rank's nonce under it, a verdict an HMAC of that
 nonce and its content, so a stranger can neither pass for a rank nor forge a verdict.
@@ -102,10 +102,9 @@ def launch_key(spec: ResourceSpec, env: Mapping[str, str], port: int) -> bytes:
     shared = [
         str(VERSION),
         spec.source.value,
-        spec.job_id or "",
-        spec.master_addr,
+        # Not the world size, job id or main address: ranks that disagree on them are
+        # still ranks of this launch, and the verdict must say so (checks.disagreements).
         str(port),
-        str(spec.world_size),
         *(f"{name}={env.get(name, '')}" for name in detector_for(spec.source).launch_keys),
         env.get("CLUSTERENV_PROBE_KEY", ""),
     ]

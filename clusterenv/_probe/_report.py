@@ -9,7 +9,7 @@ from typing import Any
 from clusterenv._spec import ResourceSpec
 from clusterenv.sources import detector_for
 
-__all__ = ["SHOWN_ROWS", "ProbeReport", "probe_port"]
+__all__ = ["SHOWN_ROWS", "ProbeReport", "endpoint", "probe_address", "probe_port"]
 
 #: Rows of the rank-0 table before it summarises by node (``--all`` shows every row).
 SHOWN_ROWS = 16
@@ -57,7 +57,7 @@ class ProbeReport:
             spec = self.spec
             lines.append(
                 f"OK: {spec.world_size} ranks on {spec.num_nodes} node(s) reached "
-                f"{spec.master_addr}:{probe_port(spec)}"
+                f"{probe_address(spec)}"
             )
         return "\n".join(lines)
 
@@ -65,11 +65,21 @@ class ProbeReport:
         return {
             "ok": self.ok,
             "world_size": self.spec.world_size,
-            "address": f"{self.spec.master_addr}:{probe_port(self.spec)}",
+            "address": probe_address(self.spec),
             "problems": self.problems,
             "note": self.note,
             "ranks": sorted(self.rows, key=lambda row: row["rank"]),
         }
+
+
+def endpoint(host: str, port: int) -> str:
+    """``host:port``, an IPv6 address in brackets (``[::1]:29500``)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def probe_address(spec: ResourceSpec) -> str:
+    """Where the probe's rank 0 listens, as ``host:port``."""
+    return endpoint(spec.master_addr, probe_port(spec))
 
 
 def probe_port(spec: ResourceSpec) -> int:

@@ -33,6 +33,7 @@ from clusterenv._probe._protocol import (
     hello_proof,
     verdict_proof,
 )
+from clusterenv._probe._report import endpoint
 
 __all__ = ["HELLO_S", "Rendezvous", "capacity", "serve"]
 
@@ -169,9 +170,7 @@ class _Loop:
             except OSError:  # nothing pending, or EMFILE: wait for connections to close
                 return
             sock.setblocking(False)
-            host, port = address[0], address[1]
-            where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-            self.peers[sock] = _Peer(sock, time.monotonic(), where)
+            self.peers[sock] = _Peer(sock, time.monotonic(), endpoint(address[0], address[1]))
             self.selector.register(sock, selectors.EVENT_READ)
 
     def _receive(self, sock: socket.socket) -> None:

@@ -49,7 +49,12 @@ class SlurmDetector(Detector):
     name = "Slurm"
     reason = "SLURM_JOB_ID is set: inside a Slurm job"
     variables = ("SLURM_", "SLURMD_", "ENVIRONMENT")
-    launch_keys = ("SLURM_STEP_ID", "SLURM_SRUN_COMM_PORT", "SLURM_STEP_LAUNCHER_PORT")
+    launch_keys = (
+        "SLURM_JOB_ID",
+        "SLURM_STEP_ID",
+        "SLURM_SRUN_COMM_PORT",
+        "SLURM_STEP_LAUNCHER_PORT",
+    )
     launcher = "srun"
     roles = Roles(
         rank="the srun step of job{job}",
