@@ -223,6 +223,24 @@ def test_rank_0_listens_where_an_ipv6_main_address_points() -> None:
     assert f"reached [::1]:{port}" in results[0].table()
 
 
+def test_a_name_service_that_never_answers_fails_at_the_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    released = threading.Event()
+
+    def hang(*args: object, **kwargs: object) -> object:
+        released.wait(30)
+        raise socket.gaierror(socket.EAI_NONAME, "released by the test")
+
+    monkeypatch.setattr(socket, "getaddrinfo", hang)
+    spec, env = launch(2, free_port())[1]
+    started = time.monotonic()
+    with pytest.raises(ProbeError, match="the name service did not answer in time"):
+        probe(spec, timeout=1, env=env)
+    assert time.monotonic() - started < 2
+    released.set()
+
+
 def answering_rank_0(port: int, reply: bytes) -> socket.socket:
     """A stranger holding the probe's port that answers every hello with ``reply``."""
     fake = socket.socket()

@@ -34,6 +34,7 @@ from clusterenv._detect import explain_environment
 from clusterenv._diagnose import launcher_for
 from clusterenv._probe._checks import check
 from clusterenv._probe._client import ask
+from clusterenv._probe._network import listen, resolve
 from clusterenv._probe._protocol import Hello, hello_proof, launch_key, new_nonce
 from clusterenv._probe._report import ProbeReport, probe_address, probe_port
 from clusterenv._probe._server import Rendezvous, serve
@@ -125,23 +126,25 @@ def _rendezvous(spec: ResourceSpec | None, timeout: float, env: Mapping[str, str
         )
         return ProbeReport(spec, [_row(spec, "alone", socket.gethostname())], note=note)
     deadline = time.monotonic() + timeout
-    _resolve(spec, origins)
     port = probe_port(spec)
+    addresses = resolve(spec, port, origins, deadline)
     key = launch_key(spec, env, port)
     hello = _hello(spec, key)
+    # The resolved address: no name lookup in the retries, so none that outlasts the deadline.
+    rank_0 = (spec.master_addr, addresses[0][1])
     if spec.global_rank == 0:
         try:
-            listener = _listen(spec.master_addr, port)
+            listener = listen(addresses, port)
         except OSError as error:
             if error.errno != errno.EADDRINUSE:
                 raise ProbeError(
                     f"rank 0 cannot listen on port {port}: {error.strerror}",
                     hint="export MASTER_PORT as a free port above 1024",
                 ) from None
-            return _verdict(spec, ask((spec.master_addr, port), hello, key, deadline, taken=True))
+            return _verdict(spec, ask(*rank_0, hello, key, deadline, taken=True))
         with listener:
             return _serve(spec, listener, hello, key, deadline=deadline, timeout=timeout)
-    return _verdict(spec, ask((spec.master_addr, port), hello, key, deadline, taken=False))
+    return _verdict(spec, ask(*rank_0, hello, key, deadline, taken=False))
 
 
 def _hello(spec: ResourceSpec, key: bytes) -> Hello:
@@ -226,37 +229,6 @@ def _row_of(hello: Hello, status: str) -> dict[str, Any]:
         "gpus": list(hello.gpus),
         "status": status,
     }
-
-
-def _listen(address: str, port: int) -> socket.socket:
-    """Listen on ``address``'s interface if it is this machine's (IPv4 or IPv6, as it
-    resolves), else on all interfaces: IPv4 and IPv6 together where the machine has both.
-    ``create_server`` sets SO_REUSEADDR, which only skips TIME_WAIT: a port that is really
-    taken still fails (EADDRINUSE)."""
-    for family, _, _, _, where in socket.getaddrinfo(address, port, type=socket.SOCK_STREAM):
-        try:
-            return socket.create_server(where, family=family, backlog=socket.SOMAXCONN)
-        except OSError as error:
-            if error.errno not in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT, errno.EINVAL):
-                raise
-    dual = socket.has_dualstack_ipv6()
-    family = socket.AF_INET6 if dual else socket.AF_INET
-    return socket.create_server(
-        ("", port), family=family, backlog=socket.SOMAXCONN, dualstack_ipv6=dual
-    )
-
-
-def _resolve(spec: ResourceSpec, origins: Mapping[str, str]) -> None:
-    try:
-        socket.getaddrinfo(spec.master_addr, spec.master_port, type=socket.SOCK_STREAM)
-    except socket.gaierror as error:
-        origin = f" (from {origins['master_addr']})" if "master_addr" in origins else ""
-        raise ProbeError(
-            f"rank {spec.global_rank} on {socket.gethostname()}: the main address "
-            f"{spec.master_addr!r}{origin} does not resolve ({error.strerror})",
-            hint="export MASTER_ADDR as an address of rank 0's node that every node resolves "
-            "(e.g. its IP), or fix the name service (/etc/hosts, DNS)",
-        ) from None
 
 
 def _torch_distributed(spec: ResourceSpec, backend: str, timeout: float) -> None:

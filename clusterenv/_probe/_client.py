@@ -28,11 +28,12 @@ _CONNECT_RETRY_S = 0.05
 
 
 def ask(
-    address: tuple[str, int], hello: Hello, key: bytes, deadline: float, *, taken: bool
+    host: str, address: tuple[str, int], hello: Hello, key: bytes, deadline: float, *, taken: bool
 ) -> Verdict:
-    """Rank 0's verdict for ``hello``; ``ProbeError`` when it cannot be had by ``deadline``
-    (plus the time rank 0 takes to answer) or comes from something that is not rank 0."""
-    host, port = address
+    """Rank 0's verdict for ``hello`` from ``address`` (the main address ``host``, resolved);
+    ``ProbeError`` when it cannot be had by ``deadline`` (plus the time rank 0 takes to
+    answer) or comes from something that is not rank 0."""
+    port = address[1]
     where, started = endpoint(host, port), time.monotonic()
     for attempt in itertools.count():
         try:

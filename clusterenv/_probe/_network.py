@@ -1,0 +1,66 @@
+"""Where the probe's rank 0 is: the main address resolved within the deadline, and the
+socket rank 0 listens on."""
+
+from __future__ import annotations
+
+import errno
+import socket
+import threading
+import time
+from collections.abc import Mapping
+
+from clusterenv._spec import ResourceSpec
+from clusterenv.exceptions import ProbeError
+
+__all__ = ["Address", "listen", "resolve"]
+
+#: One address of the main address, as ``getaddrinfo`` gives it: family and socket address.
+Address = tuple[socket.AddressFamily, tuple[str, int]]
+
+
+def resolve(
+    spec: ResourceSpec, port: int, origins: Mapping[str, str], deadline: float
+) -> list[Address]:
+    """The addresses of ``spec.master_addr``, asked of the name service in a thread so that
+    one that never answers fails the probe at its deadline instead of holding it."""
+    found: list[Address] = []
+    failed: list[socket.gaierror] = []
+
+    def lookup() -> None:
+        try:
+            infos = socket.getaddrinfo(spec.master_addr, port, type=socket.SOCK_STREAM)
+            found.extend((info[0], (str(info[4][0]), int(info[4][1]))) for info in infos)
+        except socket.gaierror as error:
+            failed.append(error)
+
+    thread = threading.Thread(target=lookup, name="clusterenv-resolve", daemon=True)
+    thread.start()
+    thread.join(max(0.0, deadline - time.monotonic()))
+    origin = f" (from {origins['master_addr']})" if "master_addr" in origins else ""
+    where = f"rank {spec.global_rank} on {socket.gethostname()}: the main address"
+    fix = (
+        "export MASTER_ADDR as an address of rank 0's node that every node resolves (e.g. its "
+        "IP), or fix the name service (/etc/hosts, DNS)"
+    )
+    if failed or not found:
+        why = failed[0].strerror if failed else "the name service did not answer in time"
+        raise ProbeError(f"{where} {spec.master_addr!r}{origin} does not resolve ({why})", hint=fix)
+    return found
+
+
+def listen(addresses: list[Address], port: int) -> socket.socket:
+    """Listen on the main address's interface if it is this machine's (IPv4 or IPv6, as it
+    resolved), else on all interfaces: IPv4 and IPv6 together where the machine has both.
+    ``create_server`` sets SO_REUSEADDR, which only skips TIME_WAIT: a port that is really
+    taken still fails (EADDRINUSE)."""
+    for family, (host, _) in addresses:
+        try:
+            return socket.create_server((host, port), family=family, backlog=socket.SOMAXCONN)
+        except OSError as error:
+            if error.errno not in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT, errno.EINVAL):
+                raise
+    dual = socket.has_dualstack_ipv6()
+    family = socket.AF_INET6 if dual else socket.AF_INET
+    return socket.create_server(
+        ("", port), family=family, backlog=socket.SOMAXCONN, dualstack_ipv6=dual
+    )
