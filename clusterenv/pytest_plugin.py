@@ -21,6 +21,11 @@ import pytest
 
 from clusterenv._capture import launcher_variables
 from clusterenv._spec import GpuInventory, GpuVendor
+from clusterenv.testing._launch import check
+
+#: More GPUs than any node has (16 GPUs, or 8 with 12 tiles each, is the most today).
+MAX_GPUS = 256
+_N_HINT = f"pass a number of GPUs from 0 to {MAX_GPUS}"
 
 __all__ = ["cluster_env", "fake_gpus"]
 
@@ -50,6 +55,19 @@ def fake_gpus(monkeypatch: pytest.MonkeyPatch) -> Callable[..., tuple[str, ...]]
     """
 
     def apply(n: int, vendor: str = "nvidia") -> tuple[str, ...]:
+        check(
+            "fake_gpus",
+            type(n) is int and 0 <= n <= MAX_GPUS,
+            f"n={n!r} is not a number of GPUs",
+            _N_HINT,
+        )
+        vendors = [member.value for member in GpuVendor]
+        check(
+            "fake_gpus",
+            vendor in vendors,
+            f"vendor={vendor!r} is not a GPU vendor",
+            f"pass one of {vendors}",
+        )
         ids = tuple(str(index) for index in range(n))
         found = GpuInventory(vendor=GpuVendor(vendor) if n else None, devices=ids)
         monkeypatch.setattr("clusterenv._detect.probe_gpus", lambda: found)

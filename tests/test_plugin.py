@@ -65,6 +65,25 @@ def test_fake_gpus_patches_torch_too(pytester: pytest.Pytester) -> None:
     pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=2)
 
 
+def test_fake_gpus_refuses_what_no_node_has(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+        from clusterenv import ClusterEnvError
+
+        @pytest.mark.parametrize("n", [-1, 10**9, 2.5, True])
+        def test_count(fake_gpus, n):
+            with pytest.raises(ClusterEnvError, match="is not a number of GPUs"):
+                fake_gpus(n)
+
+        def test_vendor(fake_gpus):
+            with pytest.raises(ClusterEnvError, match="is not a GPU vendor"):
+                fake_gpus(2, "acme")
+        """
+    )
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=5)
+
+
 def test_the_documented_example_passes(pytester: pytest.Pytester) -> None:
     require_modules("lightning")
     pytester.makepyfile(**{EXAMPLE.stem: EXAMPLE.read_text()})
