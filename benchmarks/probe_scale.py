@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import random
 import resource
@@ -39,7 +38,9 @@ from clusterenv._probe._protocol import (
     decode,
     encode,
     equal,
+    hello_proof,
     launch_key,
+    new_nonce,
     verdict_proof,
 )
 from clusterenv.testing import torchrun_env
@@ -83,12 +84,16 @@ def _async_clients(world: int, ranks: list[int], port: int, worker: int) -> int:
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     first = _env(world, 0, port)
-    key = launch_key(detect_environment(first, gpu_probe=tuple), first, port)
+    spec = detect_environment(first, gpu_probe=tuple)
+    key = launch_key(spec, first, port)
+    template = _hello(spec, key)
     deadline = time.monotonic() + TIMEOUT * 2
 
     async def one(index: int, rank: int) -> bool:
-        await asyncio.sleep(random.uniform(0, 2))  # ranks start over a few seconds
-        hello = _hello(detect_environment(_env(world, rank, port), gpu_probe=tuple), key)
+        await asyncio.sleep(random.uniform(0, world / 5000))  # 100 000 ranks start over 20 s
+        nonce = new_nonce()  # what rank `rank` of this torchrun would say
+        change = {"rank": rank, "local_rank": rank, "nonce": nonce}
+        hello = template.model_copy(update=change | {"proof": hello_proof(key, nonce, rank)})
         source = f"127.{worker + 1}.{index // 250 % 250 + 1}.{index % 250 + 1}"
         for attempt in range(10_000):
             line = b""
@@ -109,8 +114,9 @@ def _async_clients(world: int, ranks: list[int], port: int, worker: int) -> int:
                 return message.ok and equal(message.proof, proof)
             if time.monotonic() > deadline:
                 return False
-            after = message.after if isinstance(message, Retry) else 0.05 * 2 ** min(attempt, 5)
-            await asyncio.sleep(min(after, 1.0) * random.uniform(1.0, 1.5))
+            backoff = min(0.05 * 2 ** min(attempt, 5), 1.0)
+            after = message.after if isinstance(message, Retry) else backoff
+            await asyncio.sleep(after * random.uniform(1.0, 1.5))
         return False
 
     async def every() -> int:
@@ -136,21 +142,19 @@ def run(world: int) -> dict[str, object]:
     port = _free_port()
     env = {"PATH": os.environ["PATH"], **_env(world, 0, port)}
     timeout = TIMEOUT if world <= THREADED else TIMEOUT * 2
-    command = (
-        f"ulimit -n 1024; exec {sys.executable} -m clusterenv probe --json --timeout {timeout:g}"
-    )
+    command = f"ulimit -n 1024; exec {sys.executable} -m clusterenv probe --timeout {timeout:g}"
     started = time.perf_counter()
     rank0 = subprocess.Popen(["bash", "-c", command], env=env, stdout=subprocess.PIPE, text=True)
     peak = {"files": 0}
+    done = threading.Event()
 
     def sample() -> None:
-        while rank0.poll() is None:
+        while not done.wait(0.05):  # never poll(): that would reap rank 0 before wait4
             try:
                 files = len(os.listdir(f"/proc/{rank0.pid}/fd"))
                 peak["files"] = max(peak["files"], files)
             except OSError:
                 pass
-            time.sleep(0.05)
 
     sampler = threading.Thread(target=sample)
     sampler.start()
@@ -166,48 +170,59 @@ def run(world: int) -> dict[str, object]:
         ok = sum(counts)
     assert rank0.stdout is not None
     out = rank0.stdout.read()
+    done.set()
     _, status, usage = os.wait4(rank0.pid, 0)  # rank 0's own CPU time and peak memory
     rank0.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - started
     sampler.join()
-    verdict = json.loads(out) if out.strip() else {"ok": False}
     return {
         "ranks": world,
         "clients": "threads" if world <= THREADED else "asyncio",
         "wall_s": round(wall, 2),
-        "rank0_cpu_us_per_rank": round((usage.ru_utime + usage.ru_stime) / world * 1e6),
+        "rank0_user_us_per_rank": round(usage.ru_utime / world * 1e6),
+        "rank0_system_us_per_rank": round(usage.ru_stime / world * 1e6),
         "rank0_peak_mib": round(usage.ru_maxrss / 1024, 1),
         "rank0_peak_files": peak["files"],
-        "all_ok": bool(verdict["ok"]) and ok == world - 1 and rank0.returncode == 0,
+        "all_ok": f"OK: {world} ranks" in out and ok == world - 1 and rank0.returncode == 0,
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ranks", type=int, nargs="+", default=[1000, 10000, 100000])
+    parser.add_argument("--ranks", type=int, nargs="+", default=[1000, 10000, 30000, 100000])
     parser.add_argument("--output", type=Path)
     options = parser.parse_args()
     lines = [
-        "| ranks | clients | wall s | rank 0 CPU µs per rank | rank 0 peak MiB "
-        "| rank 0 most open files | every rank OK |",
-        "|---:|---|---:|---:|---:|---:|---|",
+        "| ranks | clients | wall s | rank 0 user CPU µs per rank | rank 0 system CPU µs per "
+        "rank | rank 0 peak MiB | rank 0 most open files | every rank OK |",
+        "|---:|---|---:|---:|---:|---:|---:|---|",
     ]
     for world in options.ranks:
         row = run(world)
         lines.append(
             f"| {row['ranks']} | {row['clients']} | {row['wall_s']} | "
-            f"{row['rank0_cpu_us_per_rank']} | {row['rank0_peak_mib']} | "
+            f"{row['rank0_user_us_per_rank']} | {row['rank0_system_us_per_rank']} | "
+            f"{row['rank0_peak_mib']} | "
             f"{row['rank0_peak_files']} | {'yes' if row['all_ok'] else 'NO'} |"
         )
         print(lines[-1], flush=True)
     if options.output:
         header = (
             "# Probe at scale\n\nWritten by `nox -s bench` (`benchmarks/probe_scale.py`): N "
-            "ranks against a real rank-0 `clusterenv probe` process under `ulimit -n 1024`; "
-            "the other ranks run the real client code in threads of 8 processes, on the "
-            "2-core development machine.\n\n"
+            "ranks against a real rank-0 `clusterenv probe` process under `ulimit -n 1024`, on "
+            "the 2-core development machine. Up to 10 000 ranks the others run the real client "
+            "code in threads of 8 processes; beyond, asyncio clients of 8 processes speaking the "
+            "same protocol from addresses across 127.0.0.0/8, starting over world/5000 s. Rank "
+            "0's CPU time and peak memory are its own (`wait4`): what carries over to a real "
+            "machine, where every rank has its own CPUs. System time is mostly loopback TCP "
+            "delivering both sides' packets in rank 0's context.\n\n"
         )
-        options.output.write_text(header + "\n".join(lines) + "\n")
+        footer = (
+            "\nFor comparison, not measured here: PyTorch's TCPStore with its libuv backend is "
+            "reported to initialise 98 304 ranks in about 100 s (the figure issue 32 quotes from "
+            "PyTorch's *Introduction to Libuv TCPStore Backend*).\n"
+        )
+        options.output.write_text(header + "\n".join(lines) + "\n" + footer)
 
 
 if __name__ == "__main__":

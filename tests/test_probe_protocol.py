@@ -19,7 +19,7 @@ import pytest
 from clusterenv import ProbeError, ResourceSpec, detect_environment, probe
 from clusterenv._probe import _client, _server
 from clusterenv._probe._checks import disagreements, duplicates, foreign, missing, per_node
-from clusterenv._probe._protocol import Hello, Verdict, encode
+from clusterenv._probe._protocol import Hello, Said, Verdict, encode, said
 from clusterenv.testing import torchrun_env
 
 TIMEOUT = 3.0
@@ -309,9 +309,9 @@ def test_one_rank_says_what_it_did_not_check() -> None:
     assert "reached" not in report.table()
 
 
-def _hello(rank: int, **changes: Any) -> Hello:
+def _hello(rank: int, **changes: Any) -> Said:
     fields = FORGED.model_dump() | {"rank": rank, "host": "n1", "local_rank": rank}
-    return Hello.model_validate(fields | changes)
+    return said(Hello.model_validate(fields | changes))
 
 
 def test_each_check_says_what_is_wrong_and_the_fix() -> None:

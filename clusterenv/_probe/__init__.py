@@ -35,7 +35,7 @@ from clusterenv._diagnose import launcher_for
 from clusterenv._probe._checks import check
 from clusterenv._probe._client import ask
 from clusterenv._probe._network import listen, resolve
-from clusterenv._probe._protocol import Hello, hello_proof, launch_key, new_nonce
+from clusterenv._probe._protocol import Hello, Said, hello_proof, launch_key, new_nonce, said
 from clusterenv._probe._report import ProbeReport, probe_address, probe_port
 from clusterenv._probe._server import Rendezvous, serve
 from clusterenv._spec import ResourceSpec, Role
@@ -178,11 +178,11 @@ def _serve(
     address = probe_address(spec)
 
     def judge(seen: Rendezvous) -> list[str]:
-        hellos = [own, *seen.hellos.values()]
+        hellos = [said(own), *seen.hellos.values()]
         return check(spec.world_size, hellos, address, timeout, (seen.strangers, seen.examples))
 
     seen, problems = serve(listener, key, spec.world_size, deadline=deadline, judge=judge)
-    hellos = [own, *seen.hellos.values()]
+    hellos = [said(own), *seen.hellos.values()]
     ranks = [hello.rank for hello in hellos]
     counts = Counter(ranks)
     report = ProbeReport(spec, problems=problems)
@@ -220,7 +220,7 @@ def _row(spec: ResourceSpec, status: str, host: str) -> dict[str, Any]:
     }
 
 
-def _row_of(hello: Hello, status: str) -> dict[str, Any]:
+def _row_of(hello: Said, status: str) -> dict[str, Any]:
     return {
         "rank": hello.rank,
         "host": hello.host,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
-from clusterenv._probe._protocol import Hello
+from clusterenv._probe._protocol import Said
 
 __all__ = ["AGREED", "check", "disagreements", "duplicates", "missing", "per_node"]
 
@@ -21,7 +21,7 @@ def ranges(numbers: Sequence[int]) -> str:
     return f"{numbers[0]}..{numbers[-1]} ({len(numbers)})"
 
 
-def duplicates(hellos: Sequence[Hello]) -> list[str]:
+def duplicates(hellos: Sequence[Said]) -> list[str]:
     counts = Counter(hello.rank for hello in hellos)
     problems = []
     for rank, count in sorted(counts.items()):
@@ -35,7 +35,7 @@ def duplicates(hellos: Sequence[Hello]) -> list[str]:
     return problems
 
 
-def missing(world_size: int, hellos: Sequence[Hello], address: str, timeout: float) -> list[str]:
+def missing(world_size: int, hellos: Sequence[Said], address: str, timeout: float) -> list[str]:
     """Without a set of ``world_size`` numbers: a huge world must not cost memory."""
     seen = sorted({hello.rank for hello in hellos if hello.rank < world_size})
     absent: list[int] = []
@@ -54,7 +54,7 @@ def missing(world_size: int, hellos: Sequence[Hello], address: str, timeout: flo
     ]
 
 
-def disagreements(hellos: Sequence[Hello]) -> list[str]:
+def disagreements(hellos: Sequence[Said]) -> list[str]:
     problems = []
     for name in AGREED:
         values: dict[object, list[int]] = defaultdict(list)
@@ -71,9 +71,9 @@ def disagreements(hellos: Sequence[Hello]) -> list[str]:
     return problems
 
 
-def per_node(hellos: Sequence[Hello]) -> list[str]:
+def per_node(hellos: Sequence[Said]) -> list[str]:
     problems = []
-    nodes: dict[int, list[Hello]] = defaultdict(list)
+    nodes: dict[int, list[Said]] = defaultdict(list)
     for hello in hellos:
         nodes[hello.node_rank].append(hello)
     for node, members in sorted(nodes.items()):
@@ -106,7 +106,7 @@ def foreign(count: int, examples: Sequence[str]) -> list[str]:
 
 def check(
     world_size: int,
-    hellos: Sequence[Hello],
+    hellos: Sequence[Said],
     address: str,
     timeout: float,
     strangers: tuple[int, Sequence[str]] = (0, ()),

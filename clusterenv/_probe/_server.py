@@ -12,6 +12,7 @@ rendezvous under the default soft limit of 1 024.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import resource
 import selectors
@@ -26,11 +27,13 @@ from clusterenv._probe._protocol import (
     MAX_PROBLEMS,
     Hello,
     Retry,
+    Said,
     Verdict,
     decode,
     encode,
     equal,
     hello_proof,
+    said,
     verdict_proof,
 )
 from clusterenv._probe._report import endpoint
@@ -40,6 +43,10 @@ __all__ = ["HELLO_S", "Rendezvous", "capacity", "serve"]
 HELLO_S = 5.0  # a peer that has not said hello by then is not a rank
 GRACE_S = 2.0  # past the deadline, how long ranks that were told to retry may still ask
 RETRY_S = 1.0
+#: Asks a second that rank 0 can spare for ranks coming back: a rank told to retry waits
+#: world_size / this (at least RETRY_S, at most 30 s), so that 100 000 ranks ask about
+#: twice each instead of every second.
+_RETRIES_PER_S = 4000
 _RESERVED_FILES = 64  # for Python, the listener, logs and whatever the caller has open
 
 
@@ -71,7 +78,7 @@ class _Peer:
 class Rendezvous:
     """What rank 0 saw: the hellos (by rank and nonce), and the foreign connections."""
 
-    hellos: dict[tuple[int, str], Hello] = field(default_factory=dict)
+    hellos: dict[tuple[int, str], Said] = field(default_factory=dict)
     strangers: int = 0
     examples: list[str] = field(default_factory=list)
 
@@ -109,9 +116,14 @@ class _Loop:
         self.seen = Rendezvous()
         self.peers: dict[socket.socket, _Peer] = {}
         self.waiting: dict[socket.socket, Hello] = {}
+        #: The ranks other than 0 that said hello, kept as they arrive: counting them from
+        #: the hellos in every turn of the loop made 100 000 ranks quadratic.
+        self.others: set[int] = set()
         self.answered: set[tuple[int, str]] = set()
         self.problems: list[str] | None = None
+        self.verdict: Callable[[str], bytes] | None = None
         self.selector = selectors.DefaultSelector()
+        self.retry = encode(Retry(after=RETRY_S))
         listener.setblocking(False)
         self.listening = False
 
@@ -119,15 +131,18 @@ class _Loop:
         self, world_size: int, deadline: float, judge: Callable[[Rendezvous], list[str]]
     ) -> list[str]:
         stop = math.inf  # set once the verdict is out
+        wait = min(30.0, max(RETRY_S, world_size / _RETRIES_PER_S))
+        self.retry = encode(Retry(after=wait))
         while (now := time.monotonic()) < stop:
-            others = {rank for rank, _ in self.seen.hellos if rank}  # rank 0 is this process
-            if self.problems is None and (len(others) >= world_size - 1 or now >= deadline):
+            arrived = len(self.others) >= world_size - 1
+            if self.problems is None and (arrived or now >= deadline):
                 self.problems = judge(self.seen)
                 for sock, hello in self.waiting.items():
                     self._answer(sock, hello)
                 self.waiting.clear()
-                # Ranks told to retry ask again: serve them until the deadline and a grace.
-                stop = max(now, deadline) + GRACE_S
+                # Ranks told to retry ask again: serve them until the deadline, their
+                # longest wait (the client's jitter is at most 1.5x) and a grace.
+                stop = max(now, deadline) + 1.5 * wait + GRACE_S
             if self.problems is not None and len(self.answered) >= len(self.seen.hellos):
                 break
             self._expire(now)
@@ -180,7 +195,9 @@ class _Loop:
         if not isinstance(hello, Hello):  # foreign: recorded as a stranger
             self._drop(sock)
             return
-        self.seen.hellos[(hello.rank, hello.nonce)] = hello
+        self.seen.hellos[(hello.rank, hello.nonce)] = said(hello)
+        if hello.rank:  # rank 0 is this process
+            self.others.add(hello.rank)
         self.selector.unregister(sock)
         self.peers.pop(sock)
         if self.problems is not None:
@@ -188,14 +205,13 @@ class _Loop:
         elif len(self.waiting) < self.hold:
             self.waiting[sock] = hello
         else:
-            _send(sock, encode(Retry(after=RETRY_S)))
+            _send(sock, self.retry)
             sock.close()
 
     def _answer(self, sock: socket.socket, hello: Hello) -> None:
-        problems = self.problems or []
-        listed = [problem[:MAX_PROBLEM] for problem in problems[:MAX_PROBLEMS]]
-        proof = verdict_proof(self.key, hello.nonce, not problems, listed)
-        _send(sock, encode(Verdict(ok=not problems, problems=listed, proof=proof)))
+        if self.verdict is None:  # encoded once: only the proof differs between ranks
+            self.verdict = _verdicts(self.key, self.problems or [])
+        _send(sock, self.verdict(hello.nonce))
         self.answered.add((hello.rank, hello.nonce))
         sock.close()
 
@@ -241,10 +257,18 @@ def _read(peer: _Peer, key: bytes, seen: Rendezvous) -> Hello | object | None:
     return message
 
 
+def _verdicts(key: bytes, problems: list[str]) -> Callable[[str], bytes]:
+    """The verdict line for a rank's nonce: the message encoded once, its proof (the last
+    field) put in per rank."""
+    listed = [problem[:MAX_PROBLEM] for problem in problems[:MAX_PROBLEMS]]
+    ok = not problems
+    blank = "0" * 64
+    head, _, tail = encode(Verdict(ok=ok, problems=listed, proof=blank)).rpartition(blank.encode())
+    return lambda nonce: head + verdict_proof(key, nonce, ok, listed).encode() + tail
+
+
 def _send(sock: socket.socket, data: bytes) -> None:
-    try:
-        sock.setblocking(True)
-        sock.settimeout(1.0)
+    """Non-blocking: a new connection's send buffer (16 KiB) holds any message. A failure
+    is that rank's to report (rank 0 did not answer)."""
+    with contextlib.suppress(OSError):
         sock.sendall(data)
-    except OSError:
-        pass  # that rank reports rank 0 did not answer
