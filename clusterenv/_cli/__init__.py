@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from clusterenv import __version__
+from clusterenv._cli._env import FORMATS, env_text
 from clusterenv._cli._envfile import EnvFile, Usage, capture, read_env_file
 from clusterenv._cli._render import markdown, text
 from clusterenv._cli._report import inspect_report, live_report, redact_json
@@ -190,7 +191,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("-m", dest="module", metavar="MODULE", help="run a module, like python -m")
     run.add_argument("target", nargs=argparse.REMAINDER, metavar="SCRIPT ARGS")
-    for sub in (inspect, capture, probe, run):
+    env = commands.add_parser(
+        "env",
+        help="print this rank's RANK, WORLD_SIZE, MASTER_ADDR... for other tools",
+        description="Print the detected spec as what other tools read. shell (default): "
+        'export lines of torch.distributed\'s env:// set, for `eval "$(clusterenv env)"` in '
+        "every rank (srun bash -c ...); json and dotenv: the same set; torchrun: the options "
+        "that start this node's ranks (`torchrun $(clusterenv env --format torchrun) "
+        "train.py` in a batch step, or in one task per node). Refuses a process that is not "
+        "a rank, and any variable the launcher already set differently (naming both).",
+    )
+    env.add_argument("--format", choices=FORMATS, default="shell", help="default: shell")
+    for sub in (inspect, capture, probe, run, env):
         sub.add_argument("--debug", action="store_true", help="show tracebacks of errors")
     return parser
 
@@ -300,6 +312,9 @@ def _main(args: argparse.Namespace) -> int:
         return _probe(args.timeout, args.backend, args.all, args.json)
     if args.command == "run":
         return run(args.module, args.target)
+    if args.command == "env":
+        print(env_text(args.format, os.environ))
+        return 0
     given = read_env_file(args.env_file) if args.env_file else None
     if args.command == "capture":
         if given is None:

@@ -32,11 +32,12 @@ from typing import Any
 
 from clusterenv._detect import explain_environment
 from clusterenv._diagnose import launcher_for
+from clusterenv._frameworks import listen_port as probe_port
 from clusterenv._probe._checks import check
 from clusterenv._probe._client import ask
 from clusterenv._probe._network import listen, resolve
 from clusterenv._probe._protocol import Hello, Said, hello_proof, launch_key, new_nonce, said
-from clusterenv._probe._report import ProbeReport, probe_address, probe_port
+from clusterenv._probe._report import ProbeReport, probe_address
 from clusterenv._probe._server import Rendezvous, serve
 from clusterenv._spec import ResourceSpec, Role
 from clusterenv.exceptions import ProbeError

@@ -9,6 +9,7 @@ import random
 import socket
 import time
 
+from clusterenv._frameworks import endpoint
 from clusterenv._probe._protocol import (
     MAX_MESSAGE,
     Hello,
@@ -19,7 +20,6 @@ from clusterenv._probe._protocol import (
     equal,
     verdict_proof,
 )
-from clusterenv._probe._report import endpoint
 from clusterenv.exceptions import ProbeError
 
 __all__ = ["ask"]

@@ -6,10 +6,10 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from clusterenv._frameworks import endpoint, listen_port
 from clusterenv._spec import ResourceSpec
-from clusterenv.sources import detector_for
 
-__all__ = ["SHOWN_ROWS", "ProbeReport", "endpoint", "probe_address", "probe_port"]
+__all__ = ["SHOWN_ROWS", "ProbeReport", "probe_address"]
 
 #: Rows of the rank-0 table before it summarises by node (``--all`` shows every row).
 SHOWN_ROWS = 16
@@ -72,18 +72,6 @@ class ProbeReport:
         }
 
 
-def endpoint(host: str, port: int) -> str:
-    """``host:port``, an IPv6 address in brackets (``[::1]:29500``)."""
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
 def probe_address(spec: ResourceSpec) -> str:
     """Where the probe's rank 0 listens, as ``host:port``."""
-    return endpoint(spec.master_addr, probe_port(spec))
-
-
-def probe_port(spec: ResourceSpec) -> int:
-    """The main port, or where the launcher holds it (torchrun's agent store) the next one."""
-    if not detector_for(spec.source).holds_main_port:
-        return spec.master_port
-    return spec.master_port + 1 if spec.master_port < 65535 else spec.master_port - 1
+    return endpoint(spec.master_addr, listen_port(spec))

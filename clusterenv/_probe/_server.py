@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from clusterenv._frameworks import endpoint
 from clusterenv._probe._protocol import (
     MAX_MESSAGE,
     MAX_PROBLEM,
@@ -36,7 +37,6 @@ from clusterenv._probe._protocol import (
     said,
     verdict_proof,
 )
-from clusterenv._probe._report import endpoint
 
 __all__ = ["HELLO_S", "Rendezvous", "capacity", "serve"]
 

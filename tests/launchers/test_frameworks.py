@@ -1,0 +1,96 @@
+"""Frameworks beyond Lightning, in real multi-process runs (issue 30): a plain PyTorch DDP
+script on ``clusterenv.torch`` under srun (both Slurm releases), torchrun and the DeepSpeed
+launcher; a JAX cross-process sum on ``clusterenv.jax`` under srun and mpirun; and a torch
+script that never imports clusterenv, given its ranks by ``eval "$(clusterenv env)"``.
+Every process is checked against the framework's own truth (torch.distributed's rank and
+world size, JAX's process index and count)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.launchers.conftest import require_launcher
+from tests.launchers.harness import HOST_SLURM, Slurm, launch_files
+
+DDP = Path(__file__).with_name("ddp_train.py")
+JAX = Path(__file__).with_name("jax_psum.py")
+
+
+def records(command: str, workdir: Path, slurm: Slurm = HOST_SLURM) -> list[dict[str, Any]]:
+    files = launch_files(command, workdir, timeout=300, slurm=slurm)
+    return [json.loads(path.read_text()) for path in files]
+
+
+def check_ddp(found: list[dict[str, Any]], world: int, source: str | None) -> None:
+    """One process per rank, each where torch.distributed says, all with the same weights."""
+    assert sorted(record["torch"]["rank"] for record in found) == list(range(world))
+    for record in found:
+        assert record["torch"]["world_size"] == world
+        assert record["same_weights"], "DDP ranks ended with different weights"
+        if source is None:  # the plain script: told its rank by `clusterenv env` alone
+            assert not record["imported_clusterenv"]
+            continue
+        spec = record["spec"]
+        assert spec["source"] == source
+        assert (spec["global_rank"], spec["world_size"]) == (
+            record["torch"]["rank"],
+            record["torch"]["world_size"],
+        )
+
+
+def check_jax(found: list[dict[str, Any]], processes: int) -> None:
+    assert sorted(record["jax"]["process_index"] for record in found) == list(range(processes))
+    for record in found:
+        assert record["jax"]["process_count"] == processes
+        assert record["jax"]["sum"] == processes * (processes + 1) // 2
+        assert record["spec"]["global_rank"] == record["jax"]["process_index"]
+
+
+@pytest.mark.slurm
+def test_torch_ddp_under_srun(tmp_path: Path, slurm_cluster: Slurm) -> None:
+    command = f"srun -N2 --ntasks-per-node=2 {{python}} {DDP} {{out}}"
+    check_ddp(records(command, tmp_path, slurm_cluster), 4, "slurm")
+
+
+@pytest.mark.slurm
+def test_eval_clusterenv_env_gives_a_plain_torch_script_its_rank(
+    tmp_path: Path, slurm_cluster: Slurm
+) -> None:
+    step = f'eval "$({{python}} -m clusterenv env)" && exec {{python}} {DDP} {{out}} --plain'
+    command = f"srun -N2 --ntasks-per-node=2 bash -c '{step}'"
+    check_ddp(records(command, tmp_path, slurm_cluster), 4, None)
+
+
+@pytest.mark.slurm
+def test_jax_under_srun(tmp_path: Path, slurm_cluster: Slurm) -> None:
+    require_launcher("jax")
+    command = f"srun -N2 --ntasks-per-node=1 {{python}} {JAX} {{out}}"
+    check_jax(records(command, tmp_path, slurm_cluster), 2)
+
+
+@pytest.mark.torchrun
+@pytest.mark.usefixtures("torchrun")
+def test_torch_ddp_under_torchrun(tmp_path: Path) -> None:
+    command = f"{{python}} -m torch.distributed.run --standalone --nproc_per_node=3 {DDP} {{out}}"
+    check_ddp(records(command, tmp_path), 3, "torchelastic")
+
+
+@pytest.mark.torchrun
+def test_torch_ddp_under_the_deepspeed_launcher(tmp_path: Path) -> None:
+    require_launcher("deepspeed")
+    command = (
+        f"{{python}} -m deepspeed.launcher.runner --num_gpus 2 --master_port {{port}} {DDP} {{out}}"
+    )
+    check_ddp(records(command, tmp_path), 2, "env")
+
+
+@pytest.mark.mpi
+@pytest.mark.usefixtures("mpirun")
+def test_jax_under_mpirun(tmp_path: Path) -> None:
+    require_launcher("jax")
+    command = f"mpirun --allow-run-as-root --oversubscribe -np 2 {{python}} {JAX} {{out}}"
+    check_jax(records(command, tmp_path), 2)
