@@ -13,7 +13,7 @@ import pytest
 
 from clusterenv import GpuInventory, GpuVendor
 from clusterenv._cli import main
-from clusterenv._cli._report import InspectReport
+from clusterenv._cli._report import InspectReport, live_report
 from clusterenv._machine import Machine, collect_machine
 from clusterenv.testing import slurm_env, torchrun_env
 
@@ -212,3 +212,18 @@ def test_a_wedged_launcher_is_named_and_bounded(
     monkeypatch.setenv("PATH", str(tools))
     machine = collect_machine(GpuInventory, slurm_env(1, 1))
     assert machine.launchers == {"slurm": "unknown: `srun --version` did not answer within 2 s"}
+
+
+@pytest.mark.parametrize(
+    ("master", "warned"), [("localhost", True), ("127.0.1.1", False), ("198.18.0.1", False)]
+)
+def test_a_main_address_that_resolves_to_loopback_on_a_multi_node_job_is_a_warning(
+    master: str, warned: bool
+) -> None:
+    env = slurm_env(2, 2, 3) | {"MASTER_ADDR": master, "CUDA_VISIBLE_DEVICES": ""}
+    found = [w for w in live_report(env).warnings if w.id == "loopback-main-address"]
+    assert bool(found) is warned
+    if warned:
+        assert "the other 1 node(s) cannot reach rank 0 there" in found[0].message
+    one_node = slurm_env(1, 2, 1) | {"MASTER_ADDR": master, "CUDA_VISIBLE_DEVICES": ""}
+    assert not [w for w in live_report(one_node).warnings if w.id == "loopback-main-address"]

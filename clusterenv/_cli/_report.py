@@ -8,6 +8,7 @@ three always agree.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any, Literal
@@ -20,6 +21,7 @@ from clusterenv._diagnose import diagnose
 from clusterenv._finding import Finding
 from clusterenv._gpu_probe import probe_gpus
 from clusterenv._machine import Machine, collect_machine, network_variables
+from clusterenv._probe._network import is_address, lookup, loopback
 from clusterenv._reader import read_text_file
 from clusterenv._safe import redact_text, redact_value
 from clusterenv._spec import GpuInventory, ResourceSpec, Source
@@ -97,8 +99,36 @@ def inspect_report(
 
 
 def live_report(env: Mapping[str, str], lightning: str | None = None) -> InspectReport:
-    """The report for this process, on this machine."""
-    return _build(env, {}, collect_machine(probe_gpus, env), "process", lightning)
+    """The report for this process, on this machine, with what only this machine can tell
+    (where the main address resolves)."""
+    report = _build(env, {}, collect_machine(probe_gpus, env), "process", lightning)
+    warnings = [*report.warnings, *_loopback_main_address(report.spec)]
+    return report.model_copy(update={"warnings": warnings})
+
+
+def _loopback_main_address(spec: ResourceSpec) -> list[Finding]:
+    """A multi-node job whose main address is a name that resolves to loopback here
+    (Debian's /etc/hosts maps a host's own name to 127.0.1.1): no other node can reach rank
+    0 there. A loopback literal is deliberate (several "nodes" on one machine)."""
+    if spec.num_nodes < 2 or is_address(spec.master_addr):
+        return []
+    try:
+        found = lookup(spec.master_addr, spec.master_port, time.monotonic() + 1.0)
+    except (OSError, TimeoutError):  # unresolvable: the probe says so, with its fix
+        return []
+    if not loopback(found):
+        return []
+    addresses = ", ".join(sorted({host for _, (host, _) in found}))
+    return [
+        Finding(
+            id="loopback-main-address",
+            message=f"the main address {spec.master_addr!r} resolves to {addresses} on this "
+            f"node, a loopback address: the other {spec.num_nodes - 1} node(s) cannot reach "
+            "rank 0 there",
+            fix="export MASTER_ADDR as rank 0's address on the cluster network (its IP), or "
+            "map its name to that address in /etc/hosts (not 127.0.1.1)",
+        )
+    ]
 
 
 def _build(

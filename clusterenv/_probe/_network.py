@@ -4,6 +4,7 @@ socket rank 0 listens on."""
 from __future__ import annotations
 
 import errno
+import ipaddress
 import socket
 import threading
 import time
@@ -12,40 +13,67 @@ from collections.abc import Mapping
 from clusterenv._spec import ResourceSpec
 from clusterenv.exceptions import ProbeError
 
-__all__ = ["Address", "listen", "resolve"]
+__all__ = ["Address", "is_address", "listen", "lookup", "loopback", "resolve"]
 
 #: One address of the main address, as ``getaddrinfo`` gives it: family and socket address.
 Address = tuple[socket.AddressFamily, tuple[str, int]]
 
 
-def resolve(
-    spec: ResourceSpec, port: int, origins: Mapping[str, str], deadline: float
-) -> list[Address]:
-    """The addresses of ``spec.master_addr``, asked of the name service in a thread so that
-    one that never answers fails the probe at its deadline instead of holding it."""
+def lookup(host: str, port: int, deadline: float) -> list[Address]:
+    """The addresses of ``host``, asked of the name service in a thread so that one that
+    never answers costs no more than the time left: ``socket.gaierror`` where the name does
+    not resolve, ``TimeoutError`` where no answer came by ``deadline``."""
     found: list[Address] = []
     failed: list[socket.gaierror] = []
 
-    def lookup() -> None:
+    def ask() -> None:
         try:
-            infos = socket.getaddrinfo(spec.master_addr, port, type=socket.SOCK_STREAM)
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
             found.extend((info[0], (str(info[4][0]), int(info[4][1]))) for info in infos)
         except socket.gaierror as error:
             failed.append(error)
 
-    thread = threading.Thread(target=lookup, name="clusterenv-resolve", daemon=True)
+    thread = threading.Thread(target=ask, name="clusterenv-resolve", daemon=True)
     thread.start()
     thread.join(max(0.0, deadline - time.monotonic()))
-    origin = f" (from {origins['master_addr']})" if "master_addr" in origins else ""
-    where = f"rank {spec.global_rank} on {socket.gethostname()}: the main address"
-    fix = (
-        "export MASTER_ADDR as an address of rank 0's node that every node resolves (e.g. its "
-        "IP), or fix the name service (/etc/hosts, DNS)"
-    )
-    if failed or not found:
-        why = failed[0].strerror if failed else "the name service did not answer in time"
-        raise ProbeError(f"{where} {spec.master_addr!r}{origin} does not resolve ({why})", hint=fix)
+    if failed:
+        raise failed[0]
+    if not found:
+        raise TimeoutError("the name service did not answer in time")
     return found
+
+
+def resolve(
+    spec: ResourceSpec, port: int, origins: Mapping[str, str], deadline: float
+) -> list[Address]:
+    """The addresses of ``spec.master_addr`` within the deadline, else a ``ProbeError``."""
+    try:
+        return lookup(spec.master_addr, port, deadline)
+    except (socket.gaierror, TimeoutError) as error:
+        why = error.strerror or str(error)
+    origin = f" (from {origins['master_addr']})" if "master_addr" in origins else ""
+    raise ProbeError(
+        f"rank {spec.global_rank} on {socket.gethostname()}: the main address "
+        f"{spec.master_addr!r}{origin} does not resolve ({why})",
+        hint="export MASTER_ADDR as an address of rank 0's node that every node resolves (e.g. "
+        "its IP), or fix the name service (/etc/hosts, DNS)",
+    )
+
+
+def is_address(host: str) -> bool:
+    """Whether ``host`` is an IP address literal rather than a name."""
+    try:
+        ipaddress.ip_address(host.partition("%")[0])
+    except ValueError:
+        return False
+    return True
+
+
+def loopback(addresses: list[Address]) -> bool:
+    """Whether every one of ``addresses`` is a loopback address (127.0.0.0/8, ::1)."""
+    return all(
+        ipaddress.ip_address(host.partition("%")[0]).is_loopback for _, (host, _) in addresses
+    )
 
 
 def listen(addresses: list[Address], port: int) -> socket.socket:

@@ -16,8 +16,9 @@ from clusterenv import (
 from clusterenv._diagnose import diagnose
 from clusterenv.sources._geometry import PORT_BASE, PORT_SPAN
 from clusterenv.sources.slurm import parse_gpu_count
-from clusterenv.testing import slurm_env
+from clusterenv.testing import Launch, slurm_env
 from tests.envs import batch_step, salloc_shell, srun_task
+from tests.envs import detect as detect_launch
 
 
 def detect(env: dict[str, str], gpus: tuple[str, ...] = ()) -> ResourceSpec:
@@ -316,3 +317,16 @@ def test_a_heterogeneous_salloc_shell_with_tasks_counts_component_0() -> None:
     }
     spec = detect(env)
     assert (spec.role.value, spec.world_size, spec.hostnames) == ("shell", 1, ("cn001",))
+
+
+def test_an_arbitrary_distribution_puts_the_main_address_on_task_0s_node() -> None:
+    """srun -n2 --distribution=arbitrary with SLURM_HOSTFILE = cn002, cn001: task 0 runs on
+    cn002, the second node of the sorted node list."""
+    env = slurm_env(2, 1, 0) | {"SLURM_DISTRIBUTION": "arbitrary", "SLURM_HOSTFILE": "/h"}
+    launch = Launch(env, {"/h": "cn002\ncn001\n"})
+    assert detect_launch(launch).master_addr == "cn002"
+    assert detect_launch(Launch(env | {"MASTER_ADDR": "10.1.1.1"}, {})).master_addr == "10.1.1.1"
+    with pytest.raises(InvalidVariableError, match="SLURM_HOSTFILE='/h' cannot be read"):
+        detect_launch(Launch(env, {}))
+    with pytest.raises(InconsistentEnvironmentError, match="'cn009' is not a node of the step"):
+        detect_launch(Launch(env, {"/h": "cn009\n"}))

@@ -14,7 +14,8 @@ the job name (salloc names its jobs ``interactive`` and their srun steps inherit
   a bare ``srun`` starts: without a task count ``SLURM_TASKS_PER_NODE`` counts CPUs, e.g. a
   core's two hyperthreads or a whole ``--exclusive`` node).
 
-The main address is the first host of the node list (``MASTER_ADDR`` overrides); the main
+The main address is task 0's node (``MASTER_ADDR`` overrides): the first host of the node
+list, or under ``--distribution=arbitrary`` the first line of ``SLURM_HOSTFILE``; the main
 port is ``MASTER_PORT`` or derived from the job id (:func:`~clusterenv.sources._geometry.job_port`).
 """
 
@@ -31,6 +32,7 @@ from clusterenv.exceptions import HostlistError, InconsistentEnvironmentError
 from clusterenv.hostlist import count_hosts, expand_hostlist
 from clusterenv.sources._detector import Detector, Fields, Hints, Roles
 from clusterenv.sources._geometry import job_port
+from clusterenv.sources.slurm._placement import rank_zero_node
 from clusterenv.sources.slurm._resources import granted_cpus, slurm_gpus
 from clusterenv.sources.slurm._values import TaskLayout, at_most, het, parse_gpu_count
 
@@ -107,8 +109,7 @@ class SlurmDetector(Detector):
             gpus = len(devices) if slurm_gpus is None else slurm_gpus
         master_addr = reader.optional("master_addr", "MASTER_ADDR")
         if master_addr is None:
-            reader.derive("master_addr", "hostnames")
-            master_addr = fields["hostnames"][0]
+            master_addr = rank_zero_node(reader, fields["hostnames"], step=bool(step))
         return {
             **fields,
             "source": self.source,
