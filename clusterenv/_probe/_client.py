@@ -4,6 +4,7 @@ and trust no answer that lacks the launch's key."""
 
 from __future__ import annotations
 
+import errno
 import itertools
 import random
 import socket
@@ -40,11 +41,12 @@ def ask(
             line = _exchange(address, encode(hello), deadline)
         except OSError as error:
             if time.monotonic() + _CONNECT_RETRY_S > deadline:
+                why, fix = _unreachable(error, host, port)
                 raise ProbeError(
                     f"rank {hello.rank} on {hello.host} could not connect to rank 0 at {where} "
-                    f"within {deadline - started:.0f} s (last error: {error.strerror or error})",
-                    hint=f"check that rank 0 runs the probe too, that this node can reach {host} "
-                    "(firewall) and that MASTER_ADDR names rank 0's node",
+                    f"within {deadline - started:.0f} s (last error: {error.strerror or error}): "
+                    f"{why}",
+                    hint=fix,
                 ) from None
             _back_off(attempt)
             continue
@@ -75,6 +77,30 @@ def ask(
             hint="export MASTER_PORT as a free port (another job or user on the node holds it)",
         )
     raise AssertionError("itertools.count() never ends")
+
+
+def _unreachable(error: OSError, host: str, port: int) -> tuple[str, str]:
+    """What the last failed connection says about the network, and what to do."""
+    if error.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH):
+        return (
+            f"this node has no route to {host}: it is on a network this node is not on, or a "
+            "link is down",
+            "export MASTER_ADDR as rank 0's address on a network every node shares (and "
+            "GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME as that network's interface)",
+        )
+    if error.errno == errno.ECONNREFUSED:
+        return (
+            f"nothing accepts connections on port {port} there: rank 0 has not started, "
+            "listens elsewhere, or a firewall rejects the port",
+            f"start the probe in every rank; check that MASTER_ADDR names rank 0's node and "
+            f"that no firewall (nftables, iptables) rejects port {port}",
+        )
+    return (
+        f"no answer at all: packets to port {port} are dropped (a firewall filters it) or "
+        f"{host} is down",
+        f"open port {port} between the nodes (or export MASTER_PORT as one that is open), and "
+        "check that MASTER_ADDR names rank 0's node",
+    )
 
 
 def _back_off(attempt: int) -> None:

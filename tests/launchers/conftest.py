@@ -105,6 +105,23 @@ def gridengine() -> Iterator[Slurm]:
 
 
 @pytest.fixture(scope="session")
+def network() -> Iterator[tuple[str, ...]]:
+    """The emulated three-host network of netns-up.sh: namespaces ce-n1..ce-n3 at
+    198.18.0.1..3; torn down at the end of the session."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        unavailable("the emulated network needs root and iproute2 (tests/launchers/netns-up.sh)")
+    if shutil.which("nft") is None:
+        _install_debian_packages()
+    if shutil.which("nft") is None:
+        unavailable("nft is not installed (tests/launchers/install.sh installs nftables)")
+    up = subprocess.run(["bash", str(HERE / "netns-up.sh")], capture_output=True, text=True)
+    if up.returncode:
+        unavailable(f"tests/launchers/netns-up.sh failed:\n{up.stderr[-2000:]}")
+    yield ("ce-n1", "ce-n2", "ce-n3")
+    subprocess.run(["bash", str(HERE / "netns-down.sh")], capture_output=True, check=False)
+
+
+@pytest.fixture(scope="session")
 def torchrun() -> None:
     if importlib.util.find_spec("torch") is None:
         unavailable("torch is not installed here (pip install torch==2.13.0, or use nox)")

@@ -9,6 +9,7 @@ command -v munged >/dev/null || need+=(munge)
 compgen -G "/usr/lib/*/pmix2/lib/libpmix.so" >/dev/null || need+=(libpmix2 libpmix-dev)
 command -v mpirun >/dev/null || need+=(openmpi-bin)
 command -v mpirun.mpich >/dev/null || need+=(mpich)  # coexists; mpirun stays Open MPI's
+command -v nft >/dev/null || need+=(nftables)  # faults inside the emulated network
 [ ${#need[@]} = 0 ] && exit 0
 echo "install.sh: installing ${need[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive

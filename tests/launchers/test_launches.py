@@ -28,6 +28,9 @@ SLURM_LAUNCHES = {
     "srun-N2-n4-cyclic": "srun -N2 -n4 -m cyclic {task}",
     "srun-noncontiguous-nodes": "srun -N3 -w cn001,cn003,gpu-a1 {task}",
     "srun-four-nodes-uneven": "srun -N4 -n7 {task}",
+    # Tasks follow the hostfile's lines: task 0 on cn002, the second node of the sorted list.
+    "srun-arbitrary-hostfile": "printf 'cn002\\ncn001\\ncn001\\n' > {out}/hosts.txt && "
+    "SLURM_HOSTFILE={out}/hosts.txt srun -n3 --distribution=arbitrary {task}",
     "sbatch-batch-step": f"{SBATCH} -N2 --ntasks-per-node=2 --wrap '{{task}}'",
     "sbatch-srun": f"{SBATCH} -N2 --ntasks-per-node=2 --wrap 'srun {{task}}'",
     "sbatch-batch-step-typed-gpus": f"{SBATCH} -N2 --gpus-per-node=a100:2 --wrap '{{task}}'",

@@ -1,0 +1,111 @@
+"""The probe across real network stacks (issue 31): three "hosts" that are network
+namespaces (tests/launchers/netns-up.sh, 198.18.0.1..3 on one bridge), and faults injected
+with real tools inside them (nftables drop and reject, a link taken down). Each fault is
+named for what it is within the probe's timeout."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from tests.launchers.harness import free_port
+
+pytestmark = pytest.mark.usefixtures("network")
+
+MAIN = "198.18.0.1"  # rank 0's host, ce-n1
+
+
+def probe_in(namespace: str, rank: int, port: int, timeout: float) -> subprocess.Popen[str]:
+    """``clusterenv probe`` as rank ``rank`` of 3, one per host, inside ``namespace``."""
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": os.environ.get("HOME", "/root"),
+        "RANK": str(rank),
+        "WORLD_SIZE": "3",
+        "LOCAL_RANK": "0",
+        "LOCAL_WORLD_SIZE": "1",
+        "NODE_RANK": str(rank),
+        "MASTER_ADDR": MAIN,
+        "MASTER_PORT": str(port),
+        "CUDA_VISIBLE_DEVICES": "",
+    }
+    argv = ["ip", "netns", "exec", namespace, sys.executable, "-m", "clusterenv", "probe"]
+    return subprocess.Popen(
+        [*argv, "--timeout", str(timeout)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def launch(timeout: float = 10) -> dict[int, tuple[int, str]]:
+    """Every rank, rank 0 first: rank -> (exit status, output)."""
+    port = free_port()
+    started = [probe_in(f"ce-n{rank + 1}", rank, port, timeout) for rank in range(3)]
+    results = {}
+    for rank, process in enumerate(started):
+        out, _ = process.communicate(timeout=timeout + 30)
+        results[rank] = (process.returncode, out)
+    return results
+
+
+@contextmanager
+def in_namespace(namespace: str, *commands: str, undo: str) -> Iterator[None]:
+    for command in commands:
+        subprocess.run(["ip", "netns", "exec", namespace, *command.split()], check=True)
+    try:
+        yield
+    finally:
+        subprocess.run(["ip", "netns", "exec", namespace, *undo.split()], check=False)
+
+
+def firewall(verdict: str) -> list[str]:
+    """nftables rules in rank 0's host: ``verdict`` for every TCP connection to it."""
+    return [
+        "nft add table inet ce",
+        "nft add chain inet ce input { type filter hook input priority 0 ; }",
+        f"nft add rule inet ce input ip saddr 198.18.0.0/24 tcp dport 1024-65535 {verdict}",
+    ]
+
+
+def test_three_hosts_meet_across_their_own_network_stacks() -> None:
+    results = launch()
+    assert all(code == 0 for code, _ in results.values()), results
+    assert f"OK: 3 ranks on 3 node(s) reached {MAIN}:" in results[0][1]
+
+
+def test_a_dropped_port_is_named_filtered() -> None:
+    with in_namespace("ce-n1", *firewall("drop"), undo="nft delete table inet ce"):
+        results = launch(timeout=3)
+    for rank in (1, 2):
+        code, out = results[rank]
+        assert code == 2
+        assert "packets to port" in out
+        assert "are dropped (a firewall filters it)" in out
+    assert "2 rank(s) (1, 2) never reached" in results[0][1]
+
+
+def test_a_rejected_port_is_named_refused() -> None:
+    with in_namespace("ce-n1", *firewall("reject with tcp reset"), undo="nft delete table inet ce"):
+        results = launch(timeout=3)
+    for rank in (1, 2):
+        code, out = results[rank]
+        assert code == 2
+        assert "nothing accepts connections on port" in out
+        assert "a firewall rejects the port" in out
+
+
+def test_a_host_whose_link_is_down_has_no_route() -> None:
+    with in_namespace("ce-n3", "ip link set eth0 down", undo="ip link set eth0 up"):
+        results = launch(timeout=3)
+    code, out = results[2]
+    assert code == 2
+    assert "this node has no route to 198.18.0.1" in out
+    assert results[1][0] == 2  # rank 0 reports the missing rank: every rank fails alike
+    assert "1 rank(s) (2) never reached" in results[0][1]
