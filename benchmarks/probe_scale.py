@@ -32,6 +32,7 @@ from pathlib import Path
 
 from clusterenv import ProbeError, detect_environment, probe
 from clusterenv._probe import _hello
+from clusterenv._probe._network import Route
 from clusterenv._probe._protocol import (
     Retry,
     Verdict,
@@ -86,7 +87,7 @@ def _async_clients(world: int, ranks: list[int], port: int, worker: int) -> int:
     first = _env(world, 0, port)
     spec = detect_environment(first, gpu_probe=tuple)
     key = launch_key(spec, first, port)
-    template = _hello(spec, key)
+    template = _hello(spec, key, Route(None, None, name_is_loopback=False), chosen=False)
     deadline = time.monotonic() + TIMEOUT * 2
 
     async def one(index: int, rank: int) -> bool:

@@ -35,7 +35,7 @@ from clusterenv._diagnose import launcher_for
 from clusterenv._frameworks import listen_port as probe_port
 from clusterenv._probe._checks import check
 from clusterenv._probe._client import ask
-from clusterenv._probe._network import listen, resolve
+from clusterenv._probe._network import Route, listen, resolve, route
 from clusterenv._probe._protocol import Hello, Said, hello_proof, launch_key, new_nonce, said
 from clusterenv._probe._report import ProbeReport, probe_address
 from clusterenv._probe._server import Rendezvous, serve
@@ -53,6 +53,8 @@ __all__ = [
 ]
 
 DEFAULT_TIMEOUT = 30.0
+#: Where torch.distributed's backends are told which interface to use.
+_INTERFACE_VARIABLES = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
 #: The longest probe: a day. Beyond it no launch waits, and socket timeouts overflow.
 MAX_TIMEOUT = 86400.0
 #: The most ranks one probe takes: rank 0 keeps a small record per rank.
@@ -130,9 +132,10 @@ def _rendezvous(spec: ResourceSpec | None, timeout: float, env: Mapping[str, str
     port = probe_port(spec)
     addresses = resolve(spec, port, origins, deadline)
     key = launch_key(spec, env, port)
-    hello = _hello(spec, key)
     # The resolved address: no name lookup in the retries, so none that outlasts the deadline.
     rank_0 = (spec.master_addr, addresses[0][1])
+    chosen = any(env.get(name) for name in _INTERFACE_VARIABLES)
+    hello = _hello(spec, key, route(addresses[0][1], deadline), chosen=chosen)
     if spec.global_rank == 0:
         try:
             listener = listen(addresses, port)
@@ -148,9 +151,13 @@ def _rendezvous(spec: ResourceSpec | None, timeout: float, env: Mapping[str, str
     return _verdict(spec, ask(*rank_0, hello, key, deadline, taken=False))
 
 
-def _hello(spec: ResourceSpec, key: bytes) -> Hello:
+def _hello(spec: ResourceSpec, key: bytes, path: Route, *, chosen: bool) -> Hello:
     nonce = new_nonce()
     return Hello(
+        via=path.via,
+        interface=path.interface,
+        name_is_loopback=path.name_is_loopback,
+        interface_chosen=chosen,
         nonce=nonce,
         proof=hello_proof(key, nonce, spec.global_rank),
         rank=spec.global_rank,
@@ -186,7 +193,8 @@ def _serve(
     hellos = [said(own), *seen.hellos.values()]
     ranks = [hello.rank for hello in hellos]
     counts = Counter(ranks)
-    report = ProbeReport(spec, problems=problems)
+    through = tuple(sorted({h.interface or h.via for h in hellos if h.via}))[:8]
+    report = ProbeReport(spec, problems=problems, through=through)
     for index, hello in enumerate(hellos):
         status = "listening" if index == 0 else "connected"
         report.rows.append(_row_of(hello, "DUPLICATE" if counts[hello.rank] > 1 else status))

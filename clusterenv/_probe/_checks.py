@@ -3,12 +3,13 @@ failure, each problem ending in its fix."""
 
 from __future__ import annotations
 
+import ipaddress
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 from clusterenv._probe._protocol import Said
 
-__all__ = ["AGREED", "check", "disagreements", "duplicates", "missing", "per_node"]
+__all__ = ["AGREED", "check", "disagreements", "duplicates", "missing", "network", "per_node"]
 
 #: What every rank of one launch must believe alike.
 AGREED = ("world_size", "num_nodes", "master_addr", "master_port", "job_id")
@@ -94,6 +95,36 @@ def per_node(hellos: Sequence[Said]) -> list[str]:
     return problems
 
 
+def network(hellos: Sequence[Said]) -> list[str]:
+    """Ranks that reach rank 0 over a real network but whose host names resolve only to
+    loopback: gloo and NCCL bind to the host name's address unless told an interface, and
+    then never connect (Debian's 127.0.1.1, a container's or namespace's own name)."""
+    stuck = [
+        hello
+        for hello in hellos
+        if hello.via
+        and not ipaddress.ip_address(hello.via.partition("%")[0]).is_loopback
+        and hello.name_is_loopback
+        and not hello.interface_chosen
+    ]
+    if not stuck:
+        return []
+    names = sorted({hello.interface for hello in stuck if hello.interface})
+    through = " or ".join(names) if names else "their network"
+    fix = (
+        f"export GLOO_SOCKET_IFNAME={names[0]} NCCL_SOCKET_IFNAME={names[0]} in every rank"
+        if len(names) == 1
+        else "export GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME as the interface each node "
+        "reaches rank 0 through"
+    )
+    return [
+        f"rank(s) {ranges(sorted(h.rank for h in stuck))} reach rank 0 through {through}, but "
+        "their host names resolve only to a loopback address: torch.distributed's gloo and "
+        f"NCCL would bind there and never connect. Fix: {fix} (or map each host name to its "
+        "address on that network)"
+    ]
+
+
 def foreign(count: int, examples: Sequence[str]) -> list[str]:
     if not count:
         return []
@@ -117,5 +148,6 @@ def check(
         *missing(world_size, hellos, address, timeout),
         *disagreements(hellos),
         *per_node(hellos),
+        *network(hellos),
         *foreign(*strangers),
     ]

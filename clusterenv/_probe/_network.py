@@ -9,11 +9,12 @@ import socket
 import threading
 import time
 from collections.abc import Mapping
+from typing import NamedTuple
 
 from clusterenv._spec import ResourceSpec
 from clusterenv.exceptions import ProbeError
 
-__all__ = ["Address", "is_address", "listen", "lookup", "loopback", "resolve"]
+__all__ = ["Address", "Route", "is_address", "listen", "lookup", "loopback", "resolve", "route"]
 
 #: One address of the main address, as ``getaddrinfo`` gives it: family and socket address.
 Address = tuple[socket.AddressFamily, tuple[str, int]]
@@ -74,6 +75,53 @@ def loopback(addresses: list[Address]) -> bool:
     return all(
         ipaddress.ip_address(host.partition("%")[0]).is_loopback for _, (host, _) in addresses
     )
+
+
+class Route(NamedTuple):
+    """How this host reaches rank 0: the local address and interface the kernel picks, and
+    whether this host's own name resolves only to loopback (what gloo and NCCL then bind to
+    unless GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME say otherwise)."""
+
+    via: str | None
+    interface: str | None
+    name_is_loopback: bool
+
+
+def route(rank_0: tuple[str, int], deadline: float) -> Route:
+    """This host's :class:`Route` to ``rank_0`` (an address, resolved). A UDP connect sends
+    nothing: it only asks the kernel which local address it would use."""
+    family = socket.AF_INET6 if ":" in rank_0[0] else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_DGRAM) as udp:
+            udp.connect(rank_0)
+            via: str | None = str(udp.getsockname()[0])
+    except OSError:
+        via = None
+    try:
+        own = lookup(socket.gethostname(), 0, min(deadline, time.monotonic() + 1.0))
+        name_is_loopback = loopback(own)
+    except (OSError, TimeoutError):
+        name_is_loopback = True  # unresolvable: gloo and NCCL fail alike
+    return Route(via, _interface(via), name_is_loopback)
+
+
+def _interface(address: str | None) -> str | None:
+    """The name of the interface holding IPv4 ``address`` (Linux's SIOCGIFADDR)."""
+    if address is None or ":" in address:
+        return None
+    import fcntl  # noqa: PLC0415 - only for the probe, and only on Linux
+    import struct  # noqa: PLC0415
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        for _, name in socket.if_nameindex():
+            request = struct.pack("256s", name.encode()[:15])
+            try:
+                answer = fcntl.ioctl(sock.fileno(), 0x8915, request)  # SIOCGIFADDR
+            except OSError:
+                continue
+            if socket.inet_ntoa(answer[20:24]) == address:
+                return name
+    return None
 
 
 def listen(addresses: list[Address], port: int) -> socket.socket:

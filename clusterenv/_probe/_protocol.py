@@ -82,6 +82,13 @@ class Hello(_Message):
     job_id: _Short | None
     host: _Short
     gpus: Annotated[list[_Short], Field(max_length=64)]
+    #: The local address and interface this rank reaches rank 0 from.
+    via: _Short | None = None
+    interface: _Short | None = None
+    #: Its host name resolves only to loopback (what gloo and NCCL bind to by default).
+    name_is_loopback: bool = False
+    #: GLOO_SOCKET_IFNAME or NCCL_SOCKET_IFNAME is set: the backends' interface is chosen.
+    interface_chosen: bool = False
 
 
 class Said(NamedTuple):
@@ -100,6 +107,10 @@ class Said(NamedTuple):
     job_id: str | None
     host: str
     gpus: tuple[str, ...]
+    via: str | None = None
+    interface: str | None = None
+    name_is_loopback: bool = False
+    interface_chosen: bool = False
 
 
 def said(hello: Hello) -> Said:
@@ -116,6 +127,10 @@ def said(hello: Hello) -> Said:
         None if hello.job_id is None else intern(hello.job_id),
         intern(hello.host),
         tuple(map(intern, hello.gpus)),
+        hello.via,
+        None if hello.interface is None else intern(hello.interface),
+        hello.name_is_loopback,
+        hello.interface_chosen,
     )
 
 

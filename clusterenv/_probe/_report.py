@@ -23,6 +23,8 @@ class ProbeReport:
     rows: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     note: str = ""
+    #: The interfaces (or addresses) the ranks reached rank 0 through: the training's network.
+    through: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -58,6 +60,7 @@ class ProbeReport:
             lines.append(
                 f"OK: {spec.world_size} ranks on {spec.num_nodes} node(s) reached "
                 f"{probe_address(spec)}"
+                + (f" through {', '.join(self.through)}" if self.through else "")
             )
         return "\n".join(lines)
 

@@ -20,9 +20,11 @@ pytestmark = pytest.mark.usefixtures("network")
 MAIN = "198.18.0.1"  # rank 0's host, ce-n1
 
 
-def probe_in(namespace: str, rank: int, port: int, timeout: float) -> subprocess.Popen[str]:
-    """``clusterenv probe`` as rank ``rank`` of 3, one per host, inside ``namespace``."""
-    env = {
+def probe_in(
+    namespace: str, rank: int, port: int, timeout: float, *args: str, **extra: str
+) -> subprocess.Popen[str]:
+    """``clusterenv probe ARGS`` as rank ``rank`` of 3, one per host, inside ``namespace``."""
+    env = extra | {
         "PATH": os.environ["PATH"],
         "HOME": os.environ.get("HOME", "/root"),
         "RANK": str(rank),
@@ -36,7 +38,7 @@ def probe_in(namespace: str, rank: int, port: int, timeout: float) -> subprocess
     }
     argv = ["ip", "netns", "exec", namespace, sys.executable, "-m", "clusterenv", "probe"]
     return subprocess.Popen(
-        [*argv, "--timeout", str(timeout)],
+        [*argv, "--timeout", str(timeout), *args],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -44,10 +46,17 @@ def probe_in(namespace: str, rank: int, port: int, timeout: float) -> subprocess
     )
 
 
-def launch(timeout: float = 10) -> dict[int, tuple[int, str]]:
+#: The interface the emulated hosts reach each other through: what gloo and NCCL must use,
+#: since the host name (shared by the namespaces) resolves to 127.0.0.1.
+ETH0 = {"GLOO_SOCKET_IFNAME": "eth0"}
+
+
+def launch(timeout: float = 10, *args: str, **extra: str) -> dict[int, tuple[int, str]]:
     """Every rank, rank 0 first: rank -> (exit status, output)."""
     port = free_port()
-    started = [probe_in(f"ce-n{rank + 1}", rank, port, timeout) for rank in range(3)]
+    started = [
+        probe_in(f"ce-n{rank + 1}", rank, port, timeout, *args, **extra) for rank in range(3)
+    ]
     results = {}
     for rank, process in enumerate(started):
         out, _ = process.communicate(timeout=timeout + 30)
@@ -74,15 +83,23 @@ def firewall(verdict: str) -> list[str]:
     ]
 
 
-def test_three_hosts_meet_across_their_own_network_stacks() -> None:
-    results = launch()
+def test_three_hosts_meet_and_gloo_connects_through_the_interface_the_probe_names() -> None:
+    """Without an interface, gloo would bind to the host name's loopback address and hang:
+    the probe fails and names eth0; with it, the probe passes and gloo really connects."""
+    code, out = launch(10)[0]
+    assert code == 2
+    assert "rank(s) 0, 1, 2 reach rank 0 through eth0" in out
+    assert "export GLOO_SOCKET_IFNAME=eth0 NCCL_SOCKET_IFNAME=eth0 in every rank" in out
+    results = launch(20, "--backend", "gloo", **ETH0)
     assert all(code == 0 for code, _ in results.values()), results
     assert f"OK: 3 ranks on 3 node(s) reached {MAIN}:" in results[0][1]
+    assert "through eth0" in results[0][1]
+    assert "gloo: init_process_group and all_reduce over 3 ranks OK" in results[0][1]
 
 
 def test_a_dropped_port_is_named_filtered() -> None:
     with in_namespace("ce-n1", *firewall("drop"), undo="nft delete table inet ce"):
-        results = launch(timeout=3)
+        results = launch(3, **ETH0)
     for rank in (1, 2):
         code, out = results[rank]
         assert code == 2
@@ -93,7 +110,7 @@ def test_a_dropped_port_is_named_filtered() -> None:
 
 def test_a_rejected_port_is_named_refused() -> None:
     with in_namespace("ce-n1", *firewall("reject with tcp reset"), undo="nft delete table inet ce"):
-        results = launch(timeout=3)
+        results = launch(3, **ETH0)
     for rank in (1, 2):
         code, out = results[rank]
         assert code == 2
@@ -103,7 +120,7 @@ def test_a_rejected_port_is_named_refused() -> None:
 
 def test_a_host_whose_link_is_down_has_no_route() -> None:
     with in_namespace("ce-n3", "ip link set eth0 down", undo="ip link set eth0 up"):
-        results = launch(timeout=3)
+        results = launch(3, **ETH0)
     code, out = results[2]
     assert code == 2
     assert "this node has no route to 198.18.0.1" in out
