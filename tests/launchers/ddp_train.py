@@ -6,6 +6,7 @@ env)"``) and proves it never imported clusterenv."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -40,8 +41,14 @@ def main(out: Path, plain: bool) -> None:
         "spec": None if spec is None else json.loads(spec.model_dump_json()),
     }
     (out / f"{rank}.json").write_text(json.dumps(record))
-    dist.destroy_process_group()
+    dist.barrier()  # leave together: rank 0 holds the store the others still use
+    # torch 2.13's gloo threads are sometimes still joinable when C++ statics are destroyed
+    # at exit ("terminate called without an active exception", 1 run in 5 under srun):
+    # leave without that teardown, the record written and flushed.
+    os._exit(0)
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), "--plain" in sys.argv[2:])
+    # The DeepSpeed launcher puts --local_rank=N before the script's own arguments.
+    folder = next(arg for arg in sys.argv[1:] if not arg.startswith("--"))
+    main(Path(folder), "--plain" in sys.argv[1:])

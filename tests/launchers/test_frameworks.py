@@ -16,6 +16,8 @@ import pytest
 from tests.launchers.conftest import require_launcher
 from tests.launchers.harness import HOST_SLURM, Slurm, launch_files
 
+#: The loopback clusters' node names (cn001...) resolve nowhere: rank 0 is on 127.0.0.1.
+SRUN = "MASTER_ADDR=127.0.0.1 srun -N2"
 DDP = Path(__file__).with_name("ddp_train.py")
 JAX = Path(__file__).with_name("jax_psum.py")
 
@@ -52,7 +54,7 @@ def check_jax(found: list[dict[str, Any]], processes: int) -> None:
 
 @pytest.mark.slurm
 def test_torch_ddp_under_srun(tmp_path: Path, slurm_cluster: Slurm) -> None:
-    command = f"srun -N2 --ntasks-per-node=2 {{python}} {DDP} {{out}}"
+    command = f"{SRUN} --ntasks-per-node=2 {{python}} {DDP} {{out}}"
     check_ddp(records(command, tmp_path, slurm_cluster), 4, "slurm")
 
 
@@ -61,14 +63,14 @@ def test_eval_clusterenv_env_gives_a_plain_torch_script_its_rank(
     tmp_path: Path, slurm_cluster: Slurm
 ) -> None:
     step = f'eval "$({{python}} -m clusterenv env)" && exec {{python}} {DDP} {{out}} --plain'
-    command = f"srun -N2 --ntasks-per-node=2 bash -c '{step}'"
+    command = f"{SRUN} --ntasks-per-node=2 bash -c '{step}'"
     check_ddp(records(command, tmp_path, slurm_cluster), 4, None)
 
 
 @pytest.mark.slurm
 def test_jax_under_srun(tmp_path: Path, slurm_cluster: Slurm) -> None:
     require_launcher("jax")
-    command = f"srun -N2 --ntasks-per-node=1 {{python}} {JAX} {{out}}"
+    command = f"{SRUN} --ntasks-per-node=1 {{python}} {JAX} {{out}}"
     check_jax(records(command, tmp_path, slurm_cluster), 2)
 
 
