@@ -147,7 +147,7 @@ NOT_MODELLED |= {"step-smaller-than-job", "cray-shasta-step-smaller-than-job", "
 # Launchers whose tasks the builders do not model (their own shapes are in the captures).
 NOT_MODELLED |= {"accelerate-cpu", "accelerate-multi", "ray-train", "intel-mpi-under-slurm"}
 NOT_MODELLED |= {"openmpi-5-np4", "mpich-5-2-nodes", "intel-mpi-2-nodes"}
-NOT_MODELLED |= {"sbatch-no-task-count"}
+NOT_MODELLED |= {"sbatch-no-task-count", "srun-arbitrary-hostfile"}
 NOT_MODELLED |= {
     "gridengine-qrsh",
     "gridengine-mpirun",

@@ -27,8 +27,8 @@ Impossible parameters (no nodes, a rank outside the launch, a port above 65535) 
 :class:`~clusterenv.ClusterEnvError`.
 
 Not modelled (pass the variables yourself): heterogeneous jobs, job arrays, steps on
-fewer nodes than their job, ``srun --mpi=pmi2/pmix``, and MPI launches over several
-hosts with Open MPI (MPICH's are).
+fewer nodes than their job, ``srun --mpi=pmi2/pmix``, ``--distribution=arbitrary``, and MPI
+launches over several hosts with Open MPI (MPICH's are).
 """
 
 from clusterenv.testing._awsbatch import awsbatch_env
