@@ -341,13 +341,20 @@ def test_an_interrupted_probe_ends_in_one_line(signum: int) -> None:
     """Ctrl-C, or srun/torchrun stopping the rank: exit 130, no traceback (issue 27)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "TORCHELASTIC"))}
     rank_1 = env_launch(1, 2, 1, master_addr="127.0.0.1", master_port=_free_port())
-    waiting = subprocess.Popen(
-        [sys.executable, "-m", "clusterenv", "probe", "--timeout", "60"],
-        env={**env, **rank_1, "CLUSTERENV_SOURCE": "env"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    # A suite started in the background of a shell without job control inherits SIGINT
+    # ignored, which exec passes on (and Python then installs no handler); a handled
+    # signal is reset to the default at exec, as a terminal's Ctrl-C finds it.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        waiting = subprocess.Popen(
+            [sys.executable, "-m", "clusterenv", "probe", "--timeout", "60"],
+            env={**env, **rank_1, "CLUSTERENV_SOURCE": "env"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
     _wait_for_sigterm_handler(waiting.pid)  # the probe runs: rank 1 waits for rank 0
     waiting.send_signal(signum)
     _, stderr = waiting.communicate(timeout=30)
