@@ -3,10 +3,10 @@ failure, each problem ending in its fix."""
 
 from __future__ import annotations
 
-import ipaddress
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
+from clusterenv._probe._network import is_loopback
 from clusterenv._probe._protocol import Said
 
 __all__ = ["AGREED", "check", "disagreements", "duplicates", "missing", "network", "per_node"]
@@ -103,7 +103,7 @@ def network(hellos: Sequence[Said]) -> list[str]:
         hello
         for hello in hellos
         if hello.via
-        and not ipaddress.ip_address(hello.via.partition("%")[0]).is_loopback
+        and not is_loopback(hello.via)
         and hello.name_is_loopback
         and not hello.interface_chosen
     ]

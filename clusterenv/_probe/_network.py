@@ -14,7 +14,17 @@ from typing import NamedTuple
 from clusterenv._spec import ResourceSpec
 from clusterenv.exceptions import ProbeError
 
-__all__ = ["Address", "Route", "is_address", "listen", "lookup", "loopback", "resolve", "route"]
+__all__ = [
+    "Address",
+    "Route",
+    "is_address",
+    "is_loopback",
+    "listen",
+    "lookup",
+    "loopback",
+    "resolve",
+    "route",
+]
 
 #: One address of the main address, as ``getaddrinfo`` gives it: family and socket address.
 Address = tuple[socket.AddressFamily, tuple[str, int]]
@@ -70,17 +80,22 @@ def is_address(host: str) -> bool:
     return True
 
 
+def is_loopback(address: str) -> bool:
+    """Whether IP address ``address`` is a loopback one (127.0.0.0/8, ::1); an IPv6 zone
+    (``fe80::1%eth0``) is not part of the address."""
+    return ipaddress.ip_address(address.partition("%")[0]).is_loopback
+
+
 def loopback(addresses: list[Address]) -> bool:
-    """Whether every one of ``addresses`` is a loopback address (127.0.0.0/8, ::1)."""
-    return all(
-        ipaddress.ip_address(host.partition("%")[0]).is_loopback for _, (host, _) in addresses
-    )
+    """Whether every one of ``addresses`` is a loopback address."""
+    return all(is_loopback(host) for _, (host, _) in addresses)
 
 
 class Route(NamedTuple):
     """How this host reaches rank 0: the local address and interface the kernel picks, and
     whether this host's own name resolves only to loopback (what gloo and NCCL then bind to
-    unless GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME say otherwise)."""
+    unless GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME say otherwise). The name is looked up only
+    where rank 0 is reached over a real network: over loopback it cannot matter."""
 
     via: str | None
     interface: str | None
@@ -97,6 +112,8 @@ def route(rank_0: tuple[str, int], deadline: float) -> Route:
             via: str | None = str(udp.getsockname()[0])
     except OSError:
         via = None
+    if via is None or is_loopback(via):
+        return Route(via, _interface(via), name_is_loopback=False)
     try:
         own = lookup(socket.gethostname(), 0, min(deadline, time.monotonic() + 1.0))
         name_is_loopback = loopback(own)
