@@ -6,30 +6,17 @@ detector's ``diagnose`` hook, asked for the detected source and for every source
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 
 from clusterenv._finding import Finding
+from clusterenv._frameworks import launcher_for, torchrun_arguments
 from clusterenv._gpu import VENDOR_VARIABLES
 from clusterenv._safe import shorten
 from clusterenv._spec import GpuVendor, ResourceSpec, Role
 from clusterenv.sources import detector_for, present
 
-__all__ = ["diagnose", "launcher_for", "torchrun_command"]
-
-
-def launcher_for(spec: ResourceSpec) -> str:
-    """The command that starts the ranks, for a process that is not one: the scheduler's
-    own (``srun``), else torchrun (a workstation has no scheduler to name)."""
-    return detector_for(spec.source).launcher or "torchrun --nproc_per_node=N"
-
-
-def torchrun_command(spec: ResourceSpec) -> str:
-    """The torchrun that starts the ranks ``spec`` describes on this node."""
-    return (
-        f"torchrun --nnodes={spec.num_nodes} --nproc-per-node={spec.devices_per_node} "
-        f"--node-rank={spec.node_rank} --master-addr={spec.master_addr} "
-        f"--master-port={spec.master_port}"
-    )
+__all__ = ["diagnose"]
 
 
 def diagnose(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
@@ -47,12 +34,13 @@ def diagnose(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
             )
         )
     elif spec.role is Role.NODE:
+        torchrun = f"torchrun {shlex.join(torchrun_arguments(spec))}"
         found.append(
             Finding(
                 id="node-process",
                 message=f"this is {detector.describe(spec)}: one process for this node's "
                 f"{spec.devices_per_node} ranks",
-                fix=f"start them with `{torchrun_command(spec)} train.py`, or let Lightning "
+                fix=f"start them with `{torchrun} train.py`, or let Lightning "
                 "start them (`clusterenv run train.py`)",
             )
         )

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from clusterenv._diagnose import launcher_for
 from clusterenv._gpu import VENDOR_VARIABLES
 from clusterenv._safe import shorten
 from clusterenv._spec import Accelerator, ResourceSpec, Role
@@ -18,6 +17,7 @@ __all__ = [
     "device_indices",
     "endpoint",
     "env_variables",
+    "launcher_for",
     "listen_port",
     "processes",
     "torchrun_arguments",
@@ -27,6 +27,12 @@ __all__ = [
 def endpoint(host: str, port: int) -> str:
     """``host:port``, an IPv6 address in brackets (``[::1]:29500``)."""
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def launcher_for(spec: ResourceSpec) -> str:
+    """The command that starts the ranks, for a process that is not one: the scheduler's
+    own (``srun``), else torchrun (a workstation has no scheduler to name)."""
+    return detector_for(spec.source).launcher or "torchrun --nproc_per_node=N"
 
 
 def listen_port(spec: ResourceSpec) -> int:

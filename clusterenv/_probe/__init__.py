@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from clusterenv._detect import explain_environment
-from clusterenv._diagnose import launcher_for
+from clusterenv._frameworks import launcher_for
 from clusterenv._frameworks import listen_port as probe_port
 from clusterenv._probe._checks import check
 from clusterenv._probe._client import ask

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from clusterenv._detect import explain_environment
-from clusterenv._diagnose import launcher_for
+from clusterenv._frameworks import launcher_for
 from clusterenv._spec import Accelerator, ResourceSpec, Role
 from clusterenv.config import accelerator
 from clusterenv.exceptions import ClusterEnvError, LaunchMismatchError
