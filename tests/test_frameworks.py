@@ -4,7 +4,6 @@ real multi-process runs are tests/launchers/test_frameworks.py)."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 
@@ -17,6 +16,7 @@ from clusterenv.jax import initialize_kwargs
 from clusterenv.testing import sagemaker_env, slurm_env, torchrun_env
 from tests.available import require_modules
 from tests.envs import batch_step, detect, salloc_shell, srun_task
+from tests.launchers.harness import free_port
 
 
 def test_the_env_set_of_an_srun_task() -> None:
@@ -133,7 +133,7 @@ print(dist.get_backend(), dist.get_rank(), dist.get_world_size(), clusterenv.tor
 dist.destroy_process_group()
 """
     env = {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"}
-    env |= {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()), "PATH": "/usr/bin"}
+    env |= {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "PATH": "/usr/bin"}
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["gloo", "0", "1", "cpu"]
@@ -160,10 +160,3 @@ def test_the_env_command_in_a_shell() -> None:
     command = f'eval "$({sys.executable} -m clusterenv env)" && echo "$RANK/$WORLD_SIZE"'
     out = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True)
     assert out.stdout.strip() == "3/4", out.stderr
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port

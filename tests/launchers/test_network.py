@@ -97,25 +97,27 @@ def test_three_hosts_meet_and_gloo_connects_through_the_interface_the_probe_name
     assert "gloo: init_process_group and all_reduce over 3 ranks OK" in results[0][1]
 
 
-def test_a_dropped_port_is_named_filtered() -> None:
-    with in_namespace("ce-n1", *firewall("drop"), undo="nft delete table inet ce"):
+@pytest.mark.parametrize(
+    ("verdict", "named"),
+    [
+        ("drop", ("packets to port", "are dropped (a firewall filters it)")),
+        (
+            "reject with tcp reset",
+            ("nothing accepts connections on port", "a firewall rejects the port"),
+        ),
+    ],
+    ids=["dropped-is-filtered", "rejected-is-refused"],
+)
+def test_a_firewalled_port_is_named_for_what_the_firewall_does(
+    verdict: str, named: tuple[str, str]
+) -> None:
+    with in_namespace("ce-n1", *firewall(verdict), undo="nft delete table inet ce"):
         results = launch(3, **ETH0)
     for rank in (1, 2):
         code, out = results[rank]
         assert code == 2
-        assert "packets to port" in out
-        assert "are dropped (a firewall filters it)" in out
+        assert all(words in out for words in named), out
     assert "2 rank(s) (1, 2) never reached" in results[0][1]
-
-
-def test_a_rejected_port_is_named_refused() -> None:
-    with in_namespace("ce-n1", *firewall("reject with tcp reset"), undo="nft delete table inet ce"):
-        results = launch(3, **ETH0)
-    for rank in (1, 2):
-        code, out = results[rank]
-        assert code == 2
-        assert "nothing accepts connections on port" in out
-        assert "a firewall rejects the port" in out
 
 
 def test_a_host_whose_link_is_down_has_no_route() -> None:
