@@ -99,7 +99,7 @@ def serve(
 ) -> tuple[Rendezvous, list[str]]:
     """Collect hellos until every rank is there or ``deadline``; answer each with the
     verdict (``judge``'s problems); return what was seen and the problems."""
-    loop = _Loop(listener, key, capacity() if limit is None else limit)
+    loop = _Loop(listener, key, capacity() if limit is None else limit, world_size)
     try:
         return loop.seen, loop.run(world_size, deadline, judge)
     finally:
@@ -109,7 +109,7 @@ def serve(
 class _Loop:
     """The event loop's state: connections saying hello, and those held for the verdict."""
 
-    def __init__(self, listener: socket.socket, key: bytes, limit: int) -> None:
+    def __init__(self, listener: socket.socket, key: bytes, limit: int, world_size: int) -> None:
         self.listener, self.key, self.limit = listener, key, limit
         # Connections held for the verdict leave room for others still saying hello.
         self.hold = limit - min(256, limit // 4)
@@ -123,7 +123,8 @@ class _Loop:
         self.problems: list[str] | None = None
         self.verdict: Callable[[str], bytes] | None = None
         self.selector = selectors.DefaultSelector()
-        self.retry = encode(Retry(after=RETRY_S))
+        self.wait = min(30.0, max(RETRY_S, world_size / _RETRIES_PER_S))
+        self.retry = encode(Retry(after=self.wait))
         listener.setblocking(False)
         self.listening = False
 
@@ -131,8 +132,6 @@ class _Loop:
         self, world_size: int, deadline: float, judge: Callable[[Rendezvous], list[str]]
     ) -> list[str]:
         stop = math.inf  # set once the verdict is out
-        wait = min(30.0, max(RETRY_S, world_size / _RETRIES_PER_S))
-        self.retry = encode(Retry(after=wait))
         while (now := time.monotonic()) < stop:
             arrived = len(self.others) >= world_size - 1
             if self.problems is None and (arrived or now >= deadline):
@@ -142,7 +141,7 @@ class _Loop:
                 self.waiting.clear()
                 # Ranks told to retry ask again: serve them until the deadline, their
                 # longest wait (the client's jitter is at most 1.5x) and a grace.
-                stop = max(now, deadline) + 1.5 * wait + GRACE_S
+                stop = max(now, deadline) + 1.5 * self.wait + GRACE_S
             if self.problems is not None and len(self.answered) >= len(self.seen.hellos):
                 break
             self._expire(now)
