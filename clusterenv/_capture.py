@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from clusterenv._detect import FORCE_VARIABLE, MAIN_ADDR_TEMPLATE
 from clusterenv._gpu import GPU_VARIABLES
 from clusterenv._machine import is_network
 from clusterenv._safe import redact_value
@@ -11,10 +12,10 @@ from clusterenv.sources import read_by_a_source
 
 __all__ = ["launcher_variables"]
 
-# Besides each source's own variables: the GPUs (read by clusterenv._gpu), the override, and
-# the network variables that decide whether rendezvous and collectives connect.
+# Besides each source's own variables: the GPUs (read by clusterenv._gpu), clusterenv's own
+# overrides, and the network variables that decide whether rendezvous and collectives connect.
 _CORE_PREFIXES = ("CUDA_",)
-_CORE_NAMES = frozenset({"CLUSTERENV_SOURCE", *GPU_VARIABLES})
+_CORE_NAMES = frozenset({FORCE_VARIABLE, MAIN_ADDR_TEMPLATE, *GPU_VARIABLES})
 
 
 def _captured(name: str, env: Mapping[str, str]) -> bool:

@@ -24,6 +24,7 @@ from clusterenv.sources import DETECTORS, Detector, present, read_by_a_source
 
 __all__ = [
     "FORCE_VARIABLE",
+    "MAIN_ADDR_TEMPLATE",
     "Detection",
     "detect_environment",
     "explain_environment",
@@ -32,6 +33,9 @@ __all__ = [
 
 #: Names a source to use regardless of what else is set; ``local`` ignores every scheduler.
 FORCE_VARIABLE = "CLUSTERENV_SOURCE"
+#: A site's rule for the main address, e.g. ``{host}-ib``: schedulers name nodes by their
+#: management network, where the ranks must meet on another one.
+MAIN_ADDR_TEMPLATE = "CLUSTERENV_MAIN_ADDR_TEMPLATE"
 
 
 def _choose(env: Mapping[str, str]) -> Detector:
@@ -80,6 +84,30 @@ def _check_main_address(reader: EnvReader, address: str) -> None:
         variables=names,
         hint=hint,
     )
+
+
+_HOST_NAME = re.compile(r"[A-Za-z0-9_.-]*")
+#: An IPv4 or IPv6 literal, told from a name without the ipaddress module's import cost.
+_LITERAL = re.compile(r"[0-9.]+|.*:.*")
+
+
+def _site_main_address(reader: EnvReader, address: str) -> str:
+    """The main address by the site's :data:`MAIN_ADDR_TEMPLATE`, where it is a node name a
+    scheduler gave: never an address, nor a ``MASTER_ADDR`` someone chose."""
+    template = reader.env.get(MAIN_ADDR_TEMPLATE, "").strip()
+    origin = reader.origins.get("master_addr", ("MASTER_ADDR",))
+    if not template or origin[:1] == ("MASTER_ADDR",) or _LITERAL.fullmatch(address):
+        return address
+    before, host, after = template.partition("{host}")
+    if not host or not _HOST_NAME.fullmatch(before + after):
+        raise InvalidVariableError(
+            f"{MAIN_ADDR_TEMPLATE}={shorten(template)!r} is not a host name around {{host}}",
+            variables=(MAIN_ADDR_TEMPLATE,),
+            hint="write the name of rank 0's node on the ranks' network with {host} for the "
+            "scheduler's node name, e.g. {host}-ib or {host}.hsn.example.org",
+        )
+    reader.origins["master_addr"] = (*origin, MAIN_ADDR_TEMPLATE)
+    return before + address + after
 
 
 @dataclass(frozen=True)
@@ -156,6 +184,8 @@ def _detect(
     detector = _choose(reader.env)
     fields = detector.read(reader, gpu_probe or probe_gpus)
     fields["cpus_per_rank"] = cpus_per_rank(reader, fields, cpu_probe or probe_cpus)
+    if "master_addr" in fields:
+        fields["master_addr"] = _site_main_address(reader, fields["master_addr"])
     _check_main_address(reader, fields.get("master_addr", ""))
     try:
         return ResourceSpec.model_validate(fields), reader, detector

@@ -83,6 +83,39 @@ def test_unknown_forced_source() -> None:
         detect_environment({"CLUSTERENV_SOURCE": "moab"})
 
 
+@pytest.mark.parametrize(
+    ("template", "expected"),
+    [("{host}-ib", "cn001-ib"), ("{host}.hsn.example.org", "cn001.hsn.example.org")],
+)
+def test_a_site_template_names_rank_0s_node_on_the_ranks_network(
+    template: str, expected: str
+) -> None:
+    env = srun_task([2, 2], 3) | {"CLUSTERENV_MAIN_ADDR_TEMPLATE": template}
+    detection = clusterenv.explain_environment(env, gpu_probe=lambda: ())
+    assert detection.spec.master_addr == expected
+    assert detection.variables["master_addr"][-1] == "CLUSTERENV_MAIN_ADDR_TEMPLATE"
+
+
+@pytest.mark.parametrize(
+    "chosen", [{"MASTER_ADDR": "cn002"}, {"MASTER_ADDR": "10.1.2.3"}], ids=["name", "address"]
+)
+def test_a_site_template_leaves_a_chosen_main_address_alone(chosen: dict[str, str]) -> None:
+    env = srun_task([2, 2], 3) | chosen | {"CLUSTERENV_MAIN_ADDR_TEMPLATE": "{host}-ib"}
+    assert detect_environment(env, gpu_probe=lambda: ()).master_addr == chosen["MASTER_ADDR"]
+
+
+def test_a_site_template_leaves_a_plain_machines_loopback_alone() -> None:
+    env = {"CLUSTERENV_MAIN_ADDR_TEMPLATE": "{host}-ib"}
+    assert detect_environment(env, gpu_probe=lambda: ()).master_addr == "127.0.0.1"
+
+
+@pytest.mark.parametrize("template", ["cn001-ib", "{host} -ib", "{host}:29500", "{host}/x"])
+def test_a_site_template_that_makes_no_host_name(template: str) -> None:
+    env = srun_task([2, 2], 3) | {"CLUSTERENV_MAIN_ADDR_TEMPLATE": template}
+    with pytest.raises(InvalidVariableError, match=r"CLUSTERENV_MAIN_ADDR_TEMPLATE=.*HINT: write"):
+        detect_environment(env, gpu_probe=lambda: ())
+
+
 def test_default_environment_is_os_environ(monkeypatch: pytest.MonkeyPatch) -> None:
     for name, value in srun_task([2, 2], 2).items():
         monkeypatch.setenv(name, value)
@@ -117,7 +150,14 @@ _FILES = {
 }
 _NAMES = sorted(
     {name for env in _BASES for name in env}
-    | {"CLUSTERENV_SOURCE", "SLURM_GPUS_PER_TASK", "SLURM_STEP_GPUS", "MASTER_ADDR", "MASTER_PORT"}
+    | {
+        "CLUSTERENV_SOURCE",
+        "CLUSTERENV_MAIN_ADDR_TEMPLATE",
+        "SLURM_GPUS_PER_TASK",
+        "SLURM_STEP_GPUS",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+    }
 )
 _VALUES = st.one_of(
     st.text(max_size=12),
