@@ -18,7 +18,15 @@ import pytest
 
 from clusterenv import ProbeError, ResourceSpec, detect_environment, probe
 from clusterenv._probe import _client, _server
-from clusterenv._probe._checks import disagreements, duplicates, foreign, missing, per_node
+from clusterenv._probe._checks import (
+    disagreements,
+    duplicates,
+    foreign,
+    main_address,
+    missing,
+    network,
+    per_node,
+)
 from clusterenv._probe._protocol import Hello, Said, Verdict, encode, said
 from clusterenv.testing import torchrun_env
 
@@ -330,3 +338,28 @@ def test_each_check_says_what_is_wrong_and_the_fix() -> None:
     assert split.startswith("node rank 0 is reported from several hosts (n1, n2). Fix:")
     assert "2 foreign connection(s)" in foreign(2, ["not a probe hello"])[0]
     assert missing(2, two, "h:1", 3) == [] == disagreements(two) == duplicates(two)
+
+
+def test_the_network_checks_name_the_address_and_interfaces_that_work() -> None:
+    """Rank 0's node maps its own name to 127.0.1.1, the others to its real address."""
+    at = {"master_addr": "n1", "via": "198.18.0.2", "interface": "eth0"}
+    ranks = [
+        _hello(0, master_addr="n1", reached="127.0.1.1", via="127.0.1.1", interface="lo"),
+        _hello(1, host="n2", reached="198.18.0.1", **at),
+    ]
+    (problem,) = main_address(ranks)
+    assert problem == (
+        "the main address 'n1' is 127.0.1.1 (loopback) on rank 0's node n1, but rank(s) 1 "
+        "reached it at 198.18.0.1: rank 0's gloo and NCCL would bind to loopback and the "
+        "others never connect. Fix: in n1's /etc/hosts map n1 to 198.18.0.1, not 127.0.1.1 "
+        "(Debian's installer writes that line), or export MASTER_ADDR=198.18.0.1 "
+        "GLOO_SOCKET_IFNAME=eth0 NCCL_SOCKET_IFNAME=eth0 in every rank"
+    )
+    one_host = [_hello(0, reached="127.0.0.1"), _hello(1, reached="127.0.0.1")]
+    assert main_address(one_host) == [] == network(one_host)
+    (stuck,) = network([*ranks[:1], _hello(1, host="n2", name_is_loopback=True, **at)])
+    assert "rank(s) 1 reach rank 0 through eth0, but their host names resolve only" in stuck
+    assert "export GLOO_SOCKET_IFNAME=eth0 NCCL_SOCKET_IFNAME=eth0 in every rank" in stuck
+    assert network([*ranks[:1], _hello(1, name_is_loopback=True, interface_chosen=True)]) == []
+    (gone,) = missing(3, ranks, "n1:1", 3)
+    assert "s; other nodes reached it (n2), so look at the missing ranks' nodes" in gone

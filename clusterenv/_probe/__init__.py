@@ -35,7 +35,15 @@ from clusterenv._frameworks import launcher_for
 from clusterenv._frameworks import listen_port as probe_port
 from clusterenv._probe._checks import check
 from clusterenv._probe._client import ask
-from clusterenv._probe._network import Route, listen, resolve, route
+from clusterenv._probe._network import (
+    Route,
+    is_loopback,
+    listen,
+    loopback,
+    own_addresses,
+    resolve,
+    route,
+)
 from clusterenv._probe._protocol import Hello, Said, hello_proof, launch_key, new_nonce, said
 from clusterenv._probe._report import ProbeReport, probe_address
 from clusterenv._probe._server import Rendezvous, serve
@@ -135,10 +143,13 @@ def _rendezvous(spec: ResourceSpec | None, timeout: float, env: Mapping[str, str
     # The resolved address: no name lookup in the retries, so none that outlasts the deadline.
     rank_0 = (spec.master_addr, addresses[0][1])
     chosen = any(env.get(name) for name in _INTERFACE_VARIABLES)
-    hello = _hello(spec, key, route(addresses[0][1], deadline), chosen=chosen)
+    hello = _hello(spec, key, addresses[0][1][0], route(addresses[0][1], deadline), chosen=chosen)
     if spec.global_rank == 0:
         try:
-            listener = listen(addresses, port)
+            # A multi-node launch whose main address is loopback here: other nodes may
+            # resolve it to a real address (a 127.0.1.1 line on this node only). Listen on
+            # every interface, so that they arrive and the verdict can say what is wrong.
+            listener = listen(addresses, port, anywhere=spec.num_nodes > 1 and loopback(addresses))
         except OSError as error:
             if error.errno != errno.EADDRINUSE:
                 raise ProbeError(
@@ -151,9 +162,10 @@ def _rendezvous(spec: ResourceSpec | None, timeout: float, env: Mapping[str, str
     return _verdict(spec, ask(*rank_0, hello, key, deadline, taken=False))
 
 
-def _hello(spec: ResourceSpec, key: bytes, path: Route, *, chosen: bool) -> Hello:
+def _hello(spec: ResourceSpec, key: bytes, reached: str, path: Route, *, chosen: bool) -> Hello:
     nonce = new_nonce()
     return Hello(
+        reached=reached,
         via=path.via,
         interface=path.interface,
         name_is_loopback=path.name_is_loopback,
@@ -194,7 +206,8 @@ def _serve(
     ranks = [hello.rank for hello in hellos]
     counts = Counter(ranks)
     through = tuple(sorted({h.interface or h.via for h in hellos if h.via}))[:8]
-    report = ProbeReport(spec, problems=problems, through=through)
+    held = [f"{name} {address}" for name, address in own_addresses() if not is_loopback(address)]
+    report = ProbeReport(spec, problems=problems, through=through, addresses=tuple(held[:8]))
     for index, hello in enumerate(hellos):
         status = "listening" if index == 0 else "connected"
         report.rows.append(_row_of(hello, "DUPLICATE" if counts[hello.rank] > 1 else status))
@@ -237,6 +250,7 @@ def _row_of(hello: Said, status: str) -> dict[str, Any]:
         "local": hello.local_rank,
         "gpus": list(hello.gpus),
         "status": status,
+        "from": " ".join(filter(None, (hello.interface, hello.via))),
     }
 
 

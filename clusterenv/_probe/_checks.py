@@ -9,7 +9,16 @@ from collections.abc import Sequence
 from clusterenv._probe._network import is_loopback
 from clusterenv._probe._protocol import Said
 
-__all__ = ["AGREED", "check", "disagreements", "duplicates", "missing", "network", "per_node"]
+__all__ = [
+    "AGREED",
+    "check",
+    "disagreements",
+    "duplicates",
+    "main_address",
+    "missing",
+    "network",
+    "per_node",
+]
 
 #: What every rank of one launch must believe alike.
 AGREED = ("world_size", "num_nodes", "master_addr", "master_port", "job_id")
@@ -37,7 +46,8 @@ def duplicates(hellos: Sequence[Said]) -> list[str]:
 
 
 def missing(world_size: int, hellos: Sequence[Said], address: str, timeout: float) -> list[str]:
-    """Without a set of ``world_size`` numbers: a huge world must not cost memory."""
+    """Without a set of ``world_size`` numbers: a huge world must not cost memory. Where
+    ranks of other nodes did arrive, the fault is the missing ranks' nodes' own."""
     seen = sorted({hello.rank for hello in hellos if hello.rank < world_size})
     absent: list[int] = []
     expected = 0
@@ -48,10 +58,17 @@ def missing(world_size: int, hellos: Sequence[Said], address: str, timeout: floa
     if not count:
         return []
     shown = ", ".join(map(str, absent[:8])) + (f" and {count - 8} more" if count > 8 else "")
+    others = sorted({hello.host for hello in hellos[1:] if hello.host != hellos[0].host})
+    where = (
+        f"; other nodes reached it ({', '.join(others[:3])}{', ...' if len(others) > 3 else ''}), "
+        "so look at the missing ranks' nodes: their own output names the fault"
+        if others
+        else ""
+    )
     return [
-        f"{count} rank(s) ({shown}) never reached {address} within {timeout:g} s. Fix: run the "
-        "probe in every task of the same step; check that their nodes resolve the main "
-        "address and that no firewall blocks the port"
+        f"{count} rank(s) ({shown}) never reached {address} within {timeout:g} s{where}. Fix: "
+        "run the probe in every task of the same step; check that their nodes resolve the "
+        "main address and that no firewall blocks the port"
     ]
 
 
@@ -125,6 +142,31 @@ def network(hellos: Sequence[Said]) -> list[str]:
     ]
 
 
+def main_address(hellos: Sequence[Said]) -> list[str]:
+    """The main address is loopback on rank 0's node but a real address on others: the
+    node's own name on Debian's ``127.0.1.1`` line. Rank 0's gloo and NCCL then bind to
+    loopback, and so does anything listening on the main address: the others hang."""
+    own = hellos[0]
+    if own.rank != 0 or not own.reached or not is_loopback(own.reached):
+        return []
+    elsewhere = [h for h in hellos[1:] if h.reached and not is_loopback(h.reached)]
+    if not elsewhere:
+        return []
+    real = elsewhere[0].reached
+    names = sorted({h.interface for h in elsewhere if h.interface})
+    interface = (
+        f" GLOO_SOCKET_IFNAME={names[0]} NCCL_SOCKET_IFNAME={names[0]}" if len(names) == 1 else ""
+    )
+    return [
+        f"the main address {own.master_addr!r} is {own.reached} (loopback) on rank 0's node "
+        f"{own.host}, but rank(s) {ranges(sorted(h.rank for h in elsewhere))} reached it at "
+        f"{real}: rank 0's gloo and NCCL would bind to loopback and the others never connect. "
+        f"Fix: in {own.host}'s /etc/hosts map {own.master_addr} to {real}, not "
+        f"{own.reached} (Debian's installer writes that line), or export MASTER_ADDR={real}"
+        f"{interface} in every rank"
+    ]
+
+
 def foreign(count: int, examples: Sequence[str]) -> list[str]:
     if not count:
         return []
@@ -149,5 +191,6 @@ def check(
         *disagreements(hellos),
         *per_node(hellos),
         *network(hellos),
+        *main_address(hellos),
         *foreign(*strangers),
     ]

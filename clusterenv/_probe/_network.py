@@ -22,6 +22,7 @@ __all__ = [
     "listen",
     "lookup",
     "loopback",
+    "own_addresses",
     "resolve",
     "route",
 ]
@@ -122,31 +123,37 @@ def route(rank_0: tuple[str, int], deadline: float) -> Route:
     return Route(via, _interface(via), name_is_loopback)
 
 
-def _interface(address: str | None) -> str | None:
-    """The name of the interface holding IPv4 ``address`` (Linux's SIOCGIFADDR)."""
-    if address is None or ":" in address:
-        return None
+def own_addresses() -> list[tuple[str, str]]:
+    """This host's IPv4 addresses, one per interface that has one: ``(interface, address)``
+    (Linux's SIOCGIFADDR; the standard library has no portable call)."""
     import fcntl  # noqa: PLC0415 - only for the probe, and only on Linux
     import struct  # noqa: PLC0415
 
+    found = []
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         for _, name in socket.if_nameindex():
             request = struct.pack("256s", name.encode()[:15])
             try:
                 answer = fcntl.ioctl(sock.fileno(), 0x8915, request)  # SIOCGIFADDR
-            except OSError:
+            except OSError:  # down, or without an IPv4 address
                 continue
-            if socket.inet_ntoa(answer[20:24]) == address:
-                return name
-    return None
+            found.append((name, socket.inet_ntoa(answer[20:24])))
+    return found
 
 
-def listen(addresses: list[Address], port: int) -> socket.socket:
+def _interface(address: str | None) -> str | None:
+    """The name of the interface holding IPv4 ``address``."""
+    if address is None or ":" in address:
+        return None
+    return next((name for name, held in own_addresses() if held == address), None)
+
+
+def listen(addresses: list[Address], port: int, *, anywhere: bool = False) -> socket.socket:
     """Listen on the main address's interface if it is this machine's (IPv4 or IPv6, as it
-    resolved), else on all interfaces: IPv4 and IPv6 together where the machine has both.
-    ``create_server`` sets SO_REUSEADDR, which only skips TIME_WAIT: a port that is really
-    taken still fails (EADDRINUSE)."""
-    for family, (host, _) in addresses:
+    resolved), else (or ``anywhere``) on all interfaces: IPv4 and IPv6 together where the
+    machine has both. ``create_server`` sets SO_REUSEADDR, which only skips TIME_WAIT: a port
+    that is really taken still fails (EADDRINUSE)."""
+    for family, (host, _) in [] if anywhere else addresses:
         try:
             return socket.create_server((host, port), family=family, backlog=socket.SOMAXCONN)
         except OSError as error:

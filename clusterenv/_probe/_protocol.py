@@ -82,7 +82,9 @@ class Hello(_Message):
     job_id: _Short | None
     host: _Short
     gpus: Annotated[list[_Short], Field(max_length=64)]
-    #: The local address and interface this rank reaches rank 0 from.
+    #: Rank 0's address as this rank resolved the main address, and the local address and
+    #: interface it reaches it from.
+    reached: _Short | None = None
     via: _Short | None = None
     interface: _Short | None = None
     #: Its host name resolves only to loopback (what gloo and NCCL bind to by default).
@@ -107,6 +109,7 @@ class Said(NamedTuple):
     job_id: str | None
     host: str
     gpus: tuple[str, ...]
+    reached: str | None = None
     via: str | None = None
     interface: str | None = None
     name_is_loopback: bool = False
@@ -127,6 +130,7 @@ def said(hello: Hello) -> Said:
         None if hello.job_id is None else intern(hello.job_id),
         intern(hello.host),
         tuple(map(intern, hello.gpus)),
+        None if hello.reached is None else intern(hello.reached),
         hello.via,
         None if hello.interface is None else intern(hello.interface),
         hello.name_is_loopback,

@@ -25,6 +25,8 @@ class ProbeReport:
     note: str = ""
     #: The interfaces (or addresses) the ranks reached rank 0 through: the training's network.
     through: tuple[str, ...] = ()
+    #: Rank 0's own addresses, ``eth0 198.18.0.1``: where else the ranks might reach it.
+    addresses: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -35,13 +37,13 @@ class ProbeReport:
         unless ``every_row``), host names in full; then the verdict."""
         rows = sorted(self.rows, key=lambda row: (row["rank"], row["status"]))
         width = max([4, *(len(row["host"]) for row in rows[:SHOWN_ROWS])])
-        lines = [f"{'rank':>5}  {'host':<{width}}  {'node':>5} {'local':>5}  status  GPUs"]
+        lines = [f"{'rank':>5}  {'host':<{width}}  {'node':>5} {'local':>5}  status     GPUs  from"]
         shown = rows if every_row else rows[:SHOWN_ROWS]
         for row in shown:
             gpus = ",".join(row["gpus"]) or "-"
             lines.append(
                 f"{row['rank']:>5}  {row['host']:<{width}}  {row['node']:>5} {row['local']:>5}"
-                f"  {row['status']}  {gpus}"
+                f"  {row['status']:<9}  {gpus:<4}  {row.get('from') or '-'}"
             )
         if len(rows) > len(shown):
             nodes: dict[str, set[int]] = defaultdict(set)
@@ -53,6 +55,8 @@ class ProbeReport:
                 f"{counts[status]} {status} on {len(on)} node(s)" for status, on in nodes.items()
             )
             lines.append(f"   ... {len(rows) - len(shown)} more ranks: {said} (--all lists them)")
+        if self.addresses and self.spec.num_nodes > 1:
+            lines.append(f"rank 0's addresses: {', '.join(self.addresses)}")
         if self.note:
             lines.append(self.note)
         elif self.ok:  # a failure's problems follow in the ProbeError's message
