@@ -27,7 +27,7 @@ from clusterenv._probe._checks import (
     network,
     per_node,
 )
-from clusterenv._probe._protocol import Hello, Said, Verdict, encode, said
+from clusterenv._probe._protocol import MAX_MESSAGE, Hello, Said, Verdict, decode, encode, said
 from clusterenv.testing import torchrun_env
 
 TIMEOUT = 3.0
@@ -363,3 +363,15 @@ def test_the_network_checks_name_the_address_and_interfaces_that_work() -> None:
     assert network([*ranks[:1], _hello(1, name_is_loopback=True, interface_chosen=True)]) == []
     (gone,) = missing(3, ranks, "n1:1", 3)
     assert "s; other nodes reached it (n2), so look at the missing ranks' nodes" in gone
+
+
+def test_a_verdict_of_many_long_problems_still_fits_one_message() -> None:
+    """Twenty problems of 600 characters, some not ASCII: cut to what a rank accepts."""
+    problems = [f"rank {n} on hôst-{'é' * 700}" for n in range(40)]
+    line = _server._verdicts(b"k" * 32, problems)("n" * 32)
+    assert len(line) <= MAX_MESSAGE
+    verdict = decode(line.rstrip(b"\n"), (Verdict,))
+    assert isinstance(verdict, Verdict)
+    assert not verdict.ok
+    assert verdict.problems[0].startswith("rank 0 on hôst-éé")
+    assert verdict.problems[0].endswith("…")

@@ -51,9 +51,10 @@ __all__ = [
 
 VERSION: Literal[1] = 1
 MAX_MESSAGE = 8192
-#: A verdict lists at most this many problems, each cut to MAX_PROBLEM characters.
+#: A verdict lists at most this many problems, each cut to MAX_PROBLEM characters, as
+#: many as fit in one message.
 MAX_PROBLEMS = 20
-MAX_PROBLEM = 300
+MAX_PROBLEM = 600
 
 _Index = Annotated[int, Field(ge=0, le=10**9)]
 _Count = Annotated[int, Field(ge=1, le=10**9)]

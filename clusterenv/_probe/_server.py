@@ -13,6 +13,7 @@ rendezvous under the default soft limit of 1 024.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import resource
 import selectors
@@ -259,7 +260,13 @@ def _read(peer: _Peer, key: bytes, seen: Rendezvous) -> Hello | object | None:
 def _verdicts(key: bytes, problems: list[str]) -> Callable[[str], bytes]:
     """The verdict line for a rank's nonce: the message encoded once, its proof (the last
     field) put in per rank."""
-    listed = [problem[:MAX_PROBLEM] for problem in problems[:MAX_PROBLEMS]]
+    listed, room = [], MAX_MESSAGE - 512  # the verdict's other fields take less
+    for problem in problems[:MAX_PROBLEMS]:
+        cut = problem if len(problem) <= MAX_PROBLEM else problem[: MAX_PROBLEM - 1] + "…"
+        room -= len(json.dumps(cut, ensure_ascii=False).encode()) + 1
+        if room < 0:  # a line over MAX_MESSAGE is no verdict to the ranks
+            break
+        listed.append(cut)
     ok = not problems
     blank = "0" * 64
     head, _, tail = encode(Verdict(ok=ok, problems=listed, proof=blank)).rpartition(blank.encode())

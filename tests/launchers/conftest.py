@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.available import unavailable
-from tests.launchers.harness import Slurm
+from tests.launchers.harness import NET_SLURM, Slurm
 
 HERE = Path(__file__).parent
 INSTALL = HERE / "install.sh"
@@ -119,6 +119,21 @@ def network() -> Iterator[tuple[str, ...]]:
         unavailable(f"tests/launchers/netns-up.sh failed:\n{up.stderr[-2000:]}")
     yield ("ce-n1", "ce-n2", "ce-n3")
     subprocess.run(["bash", str(HERE / "netns-down.sh")], capture_output=True, check=False)
+
+
+@pytest.fixture(scope="session")
+def net_slurm(network: tuple[str, ...]) -> Iterator[Slurm]:
+    """Slurm 22.05 across the emulated hosts (slurm-net-up.sh): slurmctld on ce-head, one
+    slurmd per host n1..n3 at its own address; stopped before the network goes."""
+    up = subprocess.run(
+        ["bash", str(HERE / "slurm-net-up.sh")], capture_output=True, text=True, timeout=900
+    )
+    down = ["bash", str(HERE / "slurm-net-down.sh")]
+    if up.returncode:
+        subprocess.run(down, capture_output=True, timeout=120, check=False)
+        unavailable(f"tests/launchers/slurm-net-up.sh failed:\n{up.stderr[-4000:]}")
+    yield NET_SLURM
+    subprocess.run(down, capture_output=True, timeout=120, check=False)
 
 
 @pytest.fixture(scope="session")

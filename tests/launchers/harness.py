@@ -24,6 +24,7 @@ from clusterenv import detect_environment
 from tests.launchers.capture import scrub, scrub_text
 
 REPORT = Path(__file__).with_name("report.py")
+ON_HOST = Path(__file__).with_name("on-host.sh")
 FIT = Path(__file__).with_name("fit.py")
 CAPTURES = Path(__file__).parents[1] / "data" / "captures"
 Record = dict[str, Any]  # {"env": {...}, "spec": {...}} or {"env": ..., "error": ...}
@@ -39,9 +40,13 @@ class Slurm:
     root: str | None = None
     #: What the clients need besides a clean environment (Grid Engine's cell and ports).
     env: tuple[str, ...] = ()
+    #: The emulated host (on-host.sh) the commands run on: the cluster of slurm-net-up.sh.
+    host: str | None = None
 
     def argv(self, line: str, workdir: Path) -> list[str]:
         """How to run the shell ``line`` in ``workdir`` against this cluster."""
+        if self.host is not None:
+            return [str(ON_HOST), self.host, "env", *self.env, "bash", "-c", line]
         if self.root is None:
             return ["bash", "-c", line]
         clean = ["/usr/bin/env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"]
@@ -51,10 +56,21 @@ class Slurm:
 
     def command(self, *args: str) -> list[str]:
         """A Slurm client command (``scontrol``, ``srun --version``) against this cluster."""
+        if self.host is not None:
+            return [str(ON_HOST), self.host, "env", *self.env, *args]
         return [*(("chroot", self.root, "/usr/bin/env", *self.env) if self.root else ()), *args]
 
 
 HOST_SLURM = Slurm("22.05")
+#: Slurm 22.05 across the emulated hosts n1..n3 (slurm-net-up.sh), used from its head node.
+NET_SLURM = Slurm(
+    "22.05",
+    env=(
+        f"SLURM_CONF={os.environ.get('CLUSTERENV_SLURM_NET_DIR', '/tmp/clusterenv-slurm-net')}"
+        "/slurm.conf",
+    ),
+    host="head",
+)
 
 
 def free_port() -> int:

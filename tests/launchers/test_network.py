@@ -1,7 +1,8 @@
 """The probe across real network stacks (issue 31): three "hosts" that are network
-namespaces (tests/launchers/netns-up.sh, 198.18.0.1..3 on one bridge), and faults injected
-with real tools inside them (nftables drop and reject, a link taken down). Each fault is
-named for what it is within the probe's timeout."""
+namespaces (tests/launchers/netns-up.sh, 198.18.0.1..3), and faults injected with real
+tools inside them (nftables drop, reject and random loss, a link taken down, one host
+alone cut off). Each fault is named for what it is within the probe's timeout. A wrong
+/etc/hosts line on rank 0's host is in test_hosts.py, under Slurm."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from tests.launchers.harness import free_port
+from tests.launchers.harness import ON_HOST, free_port
 
 pytestmark = pytest.mark.usefixtures("network")
 
@@ -21,9 +22,11 @@ MAIN = "198.18.0.1"  # rank 0's host, ce-n1
 
 
 def probe_in(
-    namespace: str, rank: int, port: int, timeout: float, *args: str, **extra: str
+    host: int, rank: int, port: int, timeout: float, *args: str, own_name: bool, **extra: str
 ) -> subprocess.Popen[str]:
-    """``clusterenv probe ARGS`` as rank ``rank`` of 3, one per host, inside ``namespace``."""
+    """``clusterenv probe ARGS`` as rank ``rank`` of 3, one per host, on host ``host``:
+    with the host's own name (on-host.sh), or with the machine's (``own_name=False``), which
+    every host's /etc/hosts maps to 127.0.1.1 as Debian's installer does."""
     env = extra | {
         "PATH": os.environ["PATH"],
         "HOME": os.environ.get("HOME", "/root"),
@@ -36,9 +39,9 @@ def probe_in(
         "MASTER_PORT": str(port),
         "CUDA_VISIBLE_DEVICES": "",
     }
-    argv = ["ip", "netns", "exec", namespace, sys.executable, "-m", "clusterenv", "probe"]
+    on = [str(ON_HOST), str(host)] if own_name else ["ip", "netns", "exec", f"ce-n{host}"]
     return subprocess.Popen(
-        [*argv, "--timeout", str(timeout), *args],
+        [*on, sys.executable, "-m", "clusterenv", "probe", "--timeout", str(timeout), *args],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -46,16 +49,19 @@ def probe_in(
     )
 
 
-#: The interface the emulated hosts reach each other through: what gloo and NCCL must use,
-#: since the host name (shared by the namespaces) resolves to 127.0.0.1.
+#: The interface the emulated hosts reach each other through: what gloo and NCCL must use
+#: where the host name resolves to loopback.
 ETH0 = {"GLOO_SOCKET_IFNAME": "eth0"}
 
 
-def launch(timeout: float = 10, *args: str, **extra: str) -> dict[int, tuple[int, str]]:
+def launch(
+    timeout: float = 10, *args: str, own_name: bool = True, **extra: str
+) -> dict[int, tuple[int, str]]:
     """Every rank, rank 0 first: rank -> (exit status, output)."""
     port = free_port()
     started = [
-        probe_in(f"ce-n{rank + 1}", rank, port, timeout, *args, **extra) for rank in range(3)
+        probe_in(rank + 1, rank, port, timeout, *args, own_name=own_name, **extra)
+        for rank in range(3)
     ]
     results = {}
     for rank, process in enumerate(started):
@@ -74,23 +80,24 @@ def in_namespace(namespace: str, *commands: str, undo: str) -> Iterator[None]:
         subprocess.run(["ip", "netns", "exec", namespace, *undo.split()], check=False)
 
 
-def firewall(verdict: str) -> list[str]:
-    """nftables rules in rank 0's host: ``verdict`` for every TCP connection to it."""
+def firewall(verdict: str, hook: str = "input", match: str = "ip saddr 198.18.0.0/24") -> list[str]:
+    """nftables rules: ``verdict`` for every TCP packet ``match`` selects on ``hook``
+    (by default every connection into the host)."""
     return [
         "nft add table inet ce",
-        "nft add chain inet ce input { type filter hook input priority 0 ; }",
-        f"nft add rule inet ce input ip saddr 198.18.0.0/24 tcp dport 1024-65535 {verdict}",
+        f"nft add chain inet ce {hook} {{ type filter hook {hook} priority 0 ; }}",
+        f"nft add rule inet ce {hook} {match} tcp dport 1024-65535 {verdict}",
     ]
 
 
 def test_three_hosts_meet_and_gloo_connects_through_the_interface_the_probe_names() -> None:
     """Without an interface, gloo would bind to the host name's loopback address and hang:
     the probe fails and names eth0; with it, the probe passes and gloo really connects."""
-    code, out = launch(10)[0]
+    code, out = launch(10, own_name=False)[0]
     assert code == 2
     assert "rank(s) 0, 1, 2 reach rank 0 through eth0" in out
     assert "export GLOO_SOCKET_IFNAME=eth0 NCCL_SOCKET_IFNAME=eth0 in every rank" in out
-    results = launch(20, "--backend", "gloo", **ETH0)
+    results = launch(20, "--backend", "gloo", own_name=False, **ETH0)
     assert all(code == 0 for code, _ in results.values()), results
     assert f"OK: 3 ranks on 3 node(s) reached {MAIN}:" in results[0][1]
     assert "through eth0" in results[0][1]
@@ -112,7 +119,7 @@ def test_a_firewalled_port_is_named_for_what_the_firewall_does(
     verdict: str, named: tuple[str, str]
 ) -> None:
     with in_namespace("ce-n1", *firewall(verdict), undo="nft delete table inet ce"):
-        results = launch(3, **ETH0)
+        results = launch(3)
     for rank in (1, 2):
         code, out = results[rank]
         assert code == 2
@@ -122,9 +129,29 @@ def test_a_firewalled_port_is_named_for_what_the_firewall_does(
 
 def test_a_host_whose_link_is_down_has_no_route() -> None:
     with in_namespace("ce-n3", "ip link set eth0 down", undo="ip link set eth0 up"):
-        results = launch(3, **ETH0)
+        results = launch(3)
     code, out = results[2]
     assert code == 2
     assert "this node has no route to 198.18.0.1" in out
     assert results[1][0] == 2  # rank 0 reports the missing rank: every rank fails alike
     assert "1 rank(s) (2) never reached" in results[0][1]
+
+
+def test_rank_0_unreachable_from_one_host_only_is_told_from_a_rank_0_nobody_reaches() -> None:
+    """n3 alone drops what it sends to rank 0; n2 still reaches it."""
+    rules = firewall("drop", hook="output", match=f"ip daddr {MAIN}")
+    with in_namespace("ce-n3", *rules, undo="nft delete table inet ce"):
+        results = launch(3)
+    assert "are dropped (a firewall filters it)" in results[2][1]
+    rank_0 = results[0][1]
+    assert "1 rank(s) (2) never reached 198.18.0.1:" in rank_0
+    assert "other nodes reached it (n2), so look at the missing ranks' nodes" in rank_0
+
+
+def test_random_loss_slows_the_probe_but_is_no_fault() -> None:
+    """A quarter of the packets into rank 0's host lost: TCP sends them again."""
+    rule = "ip saddr 198.18.0.0/24 numgen random mod 100 < 25"
+    with in_namespace("ce-n1", *firewall("drop", match=rule), undo="nft delete table inet ce"):
+        results = launch(20)
+    assert all(code == 0 for code, _ in results.values()), results
+    assert "OK: 3 ranks on 3 node(s) reached 198.18.0.1:" in results[0][1]

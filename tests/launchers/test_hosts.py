@@ -1,0 +1,135 @@
+"""Real launchers across the emulated hosts of netns-up.sh (issue 31): Slurm 22.05 with
+one slurmd per host at its own address (slurm-net-up.sh), torchrun with one agent per
+host, Open MPI's mpirun reaching the other hosts through a remote shell. Each rank has its
+own network stack and host name (n1..n3), and each host resolves the others' names through
+its own /etc/hosts, so no test here needs ``MASTER_ADDR=127.0.0.1``; every task is checked
+against the launcher's own truth (Slurm's node names, torch.distributed, MPI's ranks)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.launchers.harness import (
+    HOST_SLURM,
+    ON_HOST,
+    Slurm,
+    check_mpi,
+    check_slurm,
+    launch,
+    launch_files,
+    run,
+    scontrol_hostnames,
+)
+from tests.launchers.test_frameworks import DDP, check_ddp
+
+RSH = Path(__file__).with_name("netns-rsh.sh")
+HOSTS_VIEW = Path("/etc/netns/ce-n1/hosts")  # n1's own /etc/hosts (netns-up.sh)
+
+
+def ddp(command: str, workdir: Path, slurm: Slurm = HOST_SLURM) -> list[dict[str, Any]]:
+    files = launch_files(command, workdir, timeout=300, slurm=slurm)
+    return [json.loads(path.read_text()) for path in files]
+
+
+@pytest.mark.slurm
+def test_srun_across_hosts_places_every_task_on_its_own_host(
+    tmp_path: Path, net_slurm: Slurm
+) -> None:
+    records = launch("srun -N3 --ntasks-per-node=2 {task}", tmp_path, slurm=net_slurm)
+    assert len(records) == 6
+    check_slurm(records, lambda nodes: scontrol_hostnames(nodes, net_slurm) or [])
+    assert {record["spec"]["master_addr"] for record in records} == {"n1"}
+
+
+@pytest.mark.slurm
+def test_the_probe_and_ddp_across_hosts_need_no_setting(tmp_path: Path, net_slurm: Slurm) -> None:
+    """Host names resolve to each host's own address: gloo finds the network by itself."""
+    result = run(
+        "srun -N3 {python} -m clusterenv probe --backend gloo --timeout 20", tmp_path, 90, net_slurm
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "OK: 3 ranks on 3 node(s) reached n1:" in result.stdout
+    assert " through eth0" in result.stdout
+    for n in (1, 2, 3):
+        assert f"eth0 198.18.0.{n}" in result.stdout  # each rank's interface and address
+    assert "rank 0's addresses: eth0 198.18.0.1, ib0 198.19.0.1" in result.stdout
+    found = ddp(f"srun -N3 --ntasks-per-node=2 {{python}} {DDP} {{out}}", tmp_path, net_slurm)
+    check_ddp(found, 6, "slurm")
+
+
+@pytest.mark.slurm
+def test_a_site_template_moves_the_ranks_to_the_high_speed_network(
+    tmp_path: Path, net_slurm: Slurm
+) -> None:
+    line = "CLUSTERENV_MAIN_ADDR_TEMPLATE='{{host}}-ib' srun -N3 {python} -m clusterenv probe"
+    result = run(line, tmp_path, 90, net_slurm)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "OK: 3 ranks on 3 node(s) reached n1-ib:" in result.stdout
+    assert " through ib0" in result.stdout
+
+
+@contextmanager
+def debian_hosts_line() -> Iterator[None]:
+    """n1's /etc/hosts maps n1 to 127.0.1.1, as Debian's installer writes it; the other
+    hosts still map it to 198.18.0.1. Rewritten in place: ``ip netns exec`` bind-mounts
+    this very file, in processes already running too."""
+    saved = HOSTS_VIEW.read_text()
+    HOSTS_VIEW.write_text(saved.replace("198.18.0.1 n1\n", "127.0.1.1 n1\n"))
+    try:
+        yield
+    finally:
+        HOSTS_VIEW.write_text(saved)
+
+
+@pytest.mark.slurm
+def test_rank_0s_own_name_on_loopback_is_named_and_the_advice_connects_gloo(
+    tmp_path: Path, net_slurm: Slurm
+) -> None:
+    probe = "srun -N3 {python} -m clusterenv probe --timeout 10"
+    with debian_hosts_line():
+        failed = run(probe, tmp_path, 90, net_slurm)
+        advised = "MASTER_ADDR=198.18.0.1 GLOO_SOCKET_IFNAME=eth0 NCCL_SOCKET_IFNAME=eth0"
+        fixed = run(f"{advised} {probe} --backend gloo", tmp_path, 90, net_slurm)
+    said = failed.stdout + failed.stderr
+    assert failed.returncode != 0
+    assert (
+        "the main address 'n1' is 127.0.1.1 (loopback) on rank 0's node n1, but rank(s) 1, 2 "
+        "reached it at 198.18.0.1" in said
+    ), said
+    assert said.count(f"export {advised} in every rank") == 3  # every rank is told
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert "gloo: init_process_group and all_reduce over 3 ranks OK" in fixed.stdout
+
+
+@pytest.mark.torchrun
+@pytest.mark.usefixtures("torchrun", "network")
+def test_torchrun_across_hosts(tmp_path: Path) -> None:
+    """One torchrun agent per host, two workers each, meeting at n1's rendezvous."""
+    agents = [
+        f"{ON_HOST} {n} {{python}} -m torch.distributed.run --nnodes 3 --node-rank {n - 1} "
+        f"--nproc-per-node 2 --master-addr n1 --master-port {{port}} {DDP} {{out}} & "
+        for n in (1, 2, 3)
+    ]
+    command = "".join(agents) + "for agent in $(jobs -p); do wait $agent || exit 1; done"
+    found = ddp(command, tmp_path)
+    check_ddp(found, 6, "torchelastic")
+    assert {record["spec"]["num_nodes"] for record in found} == {3}
+
+
+@pytest.mark.mpi
+@pytest.mark.usefixtures("mpirun", "network")
+def test_mpirun_across_hosts(tmp_path: Path) -> None:
+    """Open MPI starts its daemons on n2 and n3 through the remote shell, as over ssh."""
+    command = (
+        f"{ON_HOST} 1 mpirun --allow-run-as-root --host n1:2,n2:2,n3:2 -np 6 "
+        f"--mca plm_rsh_agent {RSH} -x MASTER_ADDR=n1 {{task}}"
+    )
+    records = launch(command, tmp_path)
+    check_mpi(records, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE")
+    assert {record["spec"]["num_nodes"] for record in records} == {3}
