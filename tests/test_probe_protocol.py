@@ -363,6 +363,13 @@ def test_the_network_checks_name_the_address_and_interfaces_that_work() -> None:
     assert network([*ranks[:1], _hello(1, name_is_loopback=True, interface_chosen=True)]) == []
     (gone,) = missing(3, ranks, "n1:1", 3)
     assert "s; other nodes reached it (n2), so look at the missing ranks' nodes" in gone
+    away = _hello(0, host="n2", reached="198.18.0.1", via="198.18.0.2")  # rank 0 is not on n1
+    (nowhere,) = missing(3, [away], "n1:1", 3)
+    assert nowhere.startswith(
+        "2 rank(s) (1, 2) never reached n1:1 within 3 s: rank 0 runs on n2, but the main "
+        "address is 198.18.0.1, another host's, where the ranks look for rank 0. Fix: "
+        "MASTER_ADDR must name rank 0's node (n2)"
+    )
 
 
 def test_a_verdict_of_many_long_problems_still_fits_one_message() -> None:

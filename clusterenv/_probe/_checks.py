@@ -46,8 +46,9 @@ def duplicates(hellos: Sequence[Said]) -> list[str]:
 
 
 def missing(world_size: int, hellos: Sequence[Said], address: str, timeout: float) -> list[str]:
-    """Without a set of ``world_size`` numbers: a huge world must not cost memory. Where
-    ranks of other nodes did arrive, the fault is the missing ranks' nodes' own."""
+    """Without a set of ``world_size`` numbers: a huge world must not cost memory. Says
+    where the fault is when rank 0 can tell: rank 0 is not on the main address, or ranks of
+    other nodes did arrive (then it is the missing ranks' nodes' own)."""
     seen = sorted({hello.rank for hello in hellos if hello.rank < world_size})
     absent: list[int] = []
     expected = 0
@@ -58,7 +59,16 @@ def missing(world_size: int, hellos: Sequence[Said], address: str, timeout: floa
     if not count:
         return []
     shown = ", ".join(map(str, absent[:8])) + (f" and {count - 8} more" if count > 8 else "")
-    others = sorted({hello.host for hello in hellos[1:] if hello.host != hellos[0].host})
+    gone = f"{count} rank(s) ({shown}) never reached {address} within {timeout:g} s"
+    own = hellos[0]
+    if own.reached and own.via and not is_loopback(own.reached) and own.via != own.reached:
+        return [
+            f"{gone}: rank 0 runs on {own.host}, but the main address is {own.reached}, another "
+            f"host's, where the ranks look for rank 0. Fix: MASTER_ADDR must name rank 0's node "
+            f"({own.host}): check the node order the launcher was given (a host file) or a "
+            "MASTER_ADDR exported by hand"
+        ]
+    others = sorted({hello.host for hello in hellos[1:] if hello.host != own.host})
     where = (
         f"; other nodes reached it ({', '.join(others[:3])}{', ...' if len(others) > 3 else ''}), "
         "so look at the missing ranks' nodes: their own output names the fault"
@@ -66,9 +76,8 @@ def missing(world_size: int, hellos: Sequence[Said], address: str, timeout: floa
         else ""
     )
     return [
-        f"{count} rank(s) ({shown}) never reached {address} within {timeout:g} s{where}. Fix: "
-        "run the probe in every task of the same step; check that their nodes resolve the "
-        "main address and that no firewall blocks the port"
+        f"{gone}{where}. Fix: run the probe in every task of the same step; check that their "
+        "nodes resolve the main address and that no firewall blocks the port"
     ]
 
 

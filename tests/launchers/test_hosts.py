@@ -74,6 +74,25 @@ def test_a_site_template_moves_the_ranks_to_the_high_speed_network(
     assert " through ib0" in result.stdout
 
 
+@pytest.mark.slurm
+def test_an_arbitrary_distribution_meets_at_rank_0s_real_host(
+    tmp_path: Path, net_slurm: Slurm
+) -> None:
+    """Task 0 on n2, the second node of the sorted list: on separate hosts the first node
+    (n1) would be refused, which on one machine goes unnoticed."""
+    line = (
+        "printf 'n2\\nn1\\nn3\\n' > {out}/hosts.txt && SLURM_HOSTFILE={out}/hosts.txt "
+        "srun -n3 --distribution=arbitrary {python} -m clusterenv probe --timeout 10"
+    )
+    result = run(line, tmp_path, 90, net_slurm)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "OK: 3 ranks on 3 node(s) reached n2:" in result.stdout
+    quick = line.replace("--timeout 10", "--timeout 3")
+    wrong = run(f"export MASTER_ADDR=n1 && {quick}", tmp_path, 90, net_slurm)
+    assert wrong.returncode != 0
+    assert "rank 0 runs on n2, but the main address is 198.18.0.1, another host's" in wrong.stderr
+
+
 @contextmanager
 def debian_hosts_line() -> Iterator[None]:
     """n1's /etc/hosts maps n1 to 127.0.1.1, as Debian's installer writes it; the other
@@ -122,14 +141,28 @@ def test_torchrun_across_hosts(tmp_path: Path) -> None:
     assert {record["spec"]["num_nodes"] for record in found} == {3}
 
 
-@pytest.mark.mpi
-@pytest.mark.usefixtures("mpirun", "network")
-def test_mpirun_across_hosts(tmp_path: Path) -> None:
-    """Open MPI starts its daemons on n2 and n3 through the remote shell, as over ssh."""
-    command = (
+#: Each MPI's launcher across the hosts, its daemons started on n2 and n3 through the
+#: remote shell, as over ssh; and the variables that are its own truth.
+MPIRUN_ACROSS_HOSTS = {
+    "openmpi": (
         f"{ON_HOST} 1 mpirun --allow-run-as-root --host n1:2,n2:2,n3:2 -np 6 "
-        f"--mca plm_rsh_agent {RSH} -x MASTER_ADDR=n1 {{task}}"
-    )
+        f"--mca plm_rsh_agent {RSH} -x MASTER_ADDR=n1 {{task}}",
+        ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+    ),
+    "mpich": (
+        f"{ON_HOST} 1 mpirun.mpich -np 6 -ppn 2 -hosts n1,n2,n3 -launcher rsh "
+        f"-launcher-exec {RSH} -genv MASTER_ADDR n1 {{task}}",
+        ("PMI_RANK", "PMI_SIZE"),
+    ),
+}
+
+
+@pytest.mark.mpi
+@pytest.mark.usefixtures("mpirun", "mpich", "network")
+@pytest.mark.parametrize("mpi", sorted(MPIRUN_ACROSS_HOSTS))
+def test_mpirun_across_hosts(mpi: str, tmp_path: Path) -> None:
+    command, (rank, size) = MPIRUN_ACROSS_HOSTS[mpi]
     records = launch(command, tmp_path)
-    check_mpi(records, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE")
+    check_mpi(records, rank, size)
     assert {record["spec"]["num_nodes"] for record in records} == {3}
+    assert {record["spec"]["master_addr"] for record in records} == {"n1"}
