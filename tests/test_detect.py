@@ -18,10 +18,11 @@ from clusterenv import (
 from clusterenv.sources import DETECTORS
 from clusterenv.testing import (
     Launch,
+    gridengine_env,
     lsf_env,
     pbs_env,
 )
-from tests.envs import batch_step, examples, srun_task
+from tests.envs import batch_step, detect, examples, srun_task
 
 
 def test_public_api() -> None:
@@ -114,6 +115,17 @@ def test_a_site_template_that_makes_no_host_name(template: str) -> None:
     env = srun_task([2, 2], 3) | {"CLUSTERENV_MAIN_ADDR_TEMPLATE": template}
     with pytest.raises(InvalidVariableError, match=r"CLUSTERENV_MAIN_ADDR_TEMPLATE=.*HINT: write"):
         detect_environment(env, gpu_probe=lambda: ())
+
+
+@pytest.mark.parametrize(
+    "job",
+    [pbs_env(2, 2, hosts=["node09", "node01"]), gridengine_env(2, 2, names=["node09", "node01"])],
+    ids=["pbs-nodefile", "gridengine-pe-hostfile"],
+)
+def test_the_main_address_is_the_host_files_first_host_where_rank_0_starts(job: Launch) -> None:
+    """The launchers start rank 0 on the host file's first host (the job script's own):
+    its order, like SLURM_HOSTFILE's, is not the sorted one."""
+    assert detect(job).master_addr == "node09"
 
 
 def test_default_environment_is_os_environ(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -32,24 +32,20 @@ make_state() {  # ROOT STATE
     done
 }
 
-# slurm.conf on stdout: 4 nodes on 127.0.0.1 with 4 CPUs and two fake a100 GPUs each.
-slurm_conf() {  # STATE CLUSTER_NAME SLURMCTLD_PORT FIRST_SLURMD_PORT [EXTRA_LINE ...]
-    local state=$1 name=$2 port=$4 host
-    host=$(hostname -s)
+# The part of slurm.conf every suite cluster shares: daemons as root, state, logs and spool
+# under STATE (per node: %n), tasks tracked without cgroups, no accounting.
+daemon_conf() {  # STATE
     cat <<CONF
-ClusterName=$name
-SlurmctldHost=$host(127.0.0.1)
-SlurmctldPort=$3
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
-SlurmctldPidFile=$state/run/slurmctld.pid
-SlurmctldLogFile=$state/log/slurmctld.log
-SlurmdPidFile=$state/run/slurmd-%n.pid
-SlurmdLogFile=$state/log/slurmd-%n.log
-SlurmdSpoolDir=$state/spool/%n
-StateSaveLocation=$state/state
-TmpFS=$state/tmp/%n
+SlurmctldPidFile=$1/run/slurmctld.pid
+SlurmctldLogFile=$1/log/slurmctld.log
+SlurmdPidFile=$1/run/slurmd-%n.pid
+SlurmdLogFile=$1/log/slurmd-%n.log
+SlurmdSpoolDir=$1/spool/%n
+StateSaveLocation=$1/state
+TmpFS=$1/tmp/%n
 SlurmdParameters=config_overrides
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
@@ -64,8 +60,18 @@ ReturnToService=2
 InactiveLimit=0
 KillWait=2
 MinJobAge=5
-GresTypes=gpu
 CONF
+}
+
+# slurm.conf on stdout: 4 nodes on 127.0.0.1 with 4 CPUs and two fake a100 GPUs each.
+slurm_conf() {  # STATE CLUSTER_NAME SLURMCTLD_PORT FIRST_SLURMD_PORT [EXTRA_LINE ...]
+    local state=$1 name=$2 port=$4 host
+    host=$(hostname -s)
+    echo "ClusterName=$name"
+    echo "SlurmctldHost=$host(127.0.0.1)"
+    echo "SlurmctldPort=$3"
+    daemon_conf "$state"
+    echo "GresTypes=gpu"
     shift 4
     for line in "$@"; do echo "$line"; done
     echo "NodeName=DEFAULT CPUs=4 RealMemory=4000 Gres=gpu:a100:2 State=UNKNOWN"

@@ -34,41 +34,15 @@ runuser -u munge -- munged --socket="$STATE/munge/socket" --key-file="$STATE/mun
     --seed-file="$STATE/munge/seed" || fail "munged did not start"
 cp "$STATE/munge/munged.pid" "$STATE/run/munged.pid"
 
-cat >"$SLURM_CONF" <<CONF
-ClusterName=clusterenv-net
-SlurmctldHost=ce-head(198.18.0.254)
-SlurmctldPort=6817
-SlurmdPort=6818
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-AuthInfo=socket=$STATE/munge/socket
-SlurmctldPidFile=$STATE/run/slurmctld.pid
-SlurmctldLogFile=$LOG_DIR/slurmctld.log
-SlurmdPidFile=$STATE/run/slurmd-%n.pid
-SlurmdLogFile=$LOG_DIR/slurmd-%n.log
-SlurmdSpoolDir=$STATE/spool/%n
-StateSaveLocation=$STATE/state
-TmpFS=$STATE/tmp/%n
-SlurmdParameters=config_overrides
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-MpiDefault=none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-SchedulerType=sched/backfill
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-ReturnToService=2
-InactiveLimit=0
-KillWait=2
-MinJobAge=5
-NodeName=DEFAULT CPUs=2 RealMemory=1000 State=UNKNOWN
-NodeName=n1 NodeAddr=198.18.0.1
-NodeName=n2 NodeAddr=198.18.0.2
-NodeName=n3 NodeAddr=198.18.0.3
-PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
-CONF
+{
+    echo "ClusterName=clusterenv-net"
+    echo "SlurmctldHost=ce-head(198.18.0.254)"
+    echo "AuthInfo=socket=$STATE/munge/socket"
+    daemon_conf "$STATE"
+    echo "NodeName=DEFAULT CPUs=2 RealMemory=1000 State=UNKNOWN"
+    for n in 1 2 3; do echo "NodeName=n$n NodeAddr=198.18.0.$n"; done
+    echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
+} >"$SLURM_CONF"
 # `ip netns exec` mounts a sysfs of the namespace, without the machine's cgroup mounts that
 # slurmd's autodetection looks for; the tasks are tracked without cgroups anyway.
 echo "CgroupPlugin=cgroup/v1" >"$STATE/cgroup.conf"
