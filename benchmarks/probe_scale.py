@@ -87,7 +87,9 @@ def _async_clients(world: int, ranks: list[int], port: int, worker: int) -> int:
     first = _env(world, 0, port)
     spec = detect_environment(first, gpu_probe=tuple)
     key = launch_key(spec, first, port)
-    template = _hello(spec, key, Route(None, None, name_is_loopback=False), chosen=False)
+    template = _hello(
+        spec, key, "127.0.0.1", Route(None, None, name_is_loopback=False), chosen=False
+    )
     deadline = time.monotonic() + TIMEOUT * 2
 
     async def one(index: int, rank: int) -> bool:
