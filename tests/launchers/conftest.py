@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.available import unavailable
-from tests.launchers.harness import NET_SLURM, Slurm
+from tests.launchers.harness import Slurm, across_hosts
 
 HERE = Path(__file__).parent
 INSTALL = HERE / "install.sh"
@@ -121,18 +121,24 @@ def network() -> Iterator[tuple[str, ...]]:
     subprocess.run(["bash", str(HERE / "netns-down.sh")], capture_output=True, check=False)
 
 
-@pytest.fixture(scope="session")
-def net_slurm(network: tuple[str, ...]) -> Iterator[Slurm]:
-    """Slurm 22.05 across the emulated hosts (slurm-net-up.sh): slurmctld on ce-head, one
-    slurmd per host n1..n3 at its own address; stopped before the network goes."""
+@pytest.fixture(scope="session", params=sorted(CLUSTERS), ids=lambda v: f"slurm-{v}")
+def net_slurm(request: pytest.FixtureRequest, network: tuple[str, ...]) -> Iterator[Slurm]:
+    """Each Slurm release across the emulated hosts (slurm-net-up.sh): slurmctld on ce-head,
+    one slurmd per host n1..n3 at its own address; stopped before the network goes."""
+    version = request.param
+    env = {**os.environ, "CLUSTERENV_BIND": ":".join({sys.base_prefix, sys.prefix})}
     up = subprocess.run(
-        ["bash", str(HERE / "slurm-net-up.sh")], capture_output=True, text=True, timeout=900
+        ["bash", str(HERE / "slurm-net-up.sh"), version],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
     )
-    down = ["bash", str(HERE / "slurm-net-down.sh")]
+    down = ["bash", str(HERE / "slurm-net-down.sh"), version]
     if up.returncode:
         subprocess.run(down, capture_output=True, timeout=120, check=False)
-        unavailable(f"tests/launchers/slurm-net-up.sh failed:\n{up.stderr[-4000:]}")
-    yield NET_SLURM
+        unavailable(f"tests/launchers/slurm-net-up.sh {version} failed:\n{up.stderr[-4000:]}")
+    yield across_hosts(version, CLUSTERS[version][2])
     subprocess.run(down, capture_output=True, timeout=120, check=False)
 
 

@@ -45,32 +45,37 @@ class Slurm:
 
     def argv(self, line: str, workdir: Path) -> list[str]:
         """How to run the shell ``line`` in ``workdir`` against this cluster."""
-        if self.host is not None:
-            return [str(ON_HOST), self.host, "env", *self.env, "bash", "-c", line]
         if self.root is None:
-            return ["bash", "-c", line]
+            return [*self._on(), *(("env", *self.env) if self.env else ()), "bash", "-c", line]
         clean = ["/usr/bin/env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"]
         clean += self.env
         script = f"cd {shlex.quote(str(workdir))} && {line}"
-        return ["chroot", self.root, *clean, "HOME=/root", "bash", "-c", script]
+        return [*self._on(), *clean, "HOME=/root", "bash", "-c", script]
 
     def command(self, *args: str) -> list[str]:
         """A Slurm client command (``scontrol``, ``srun --version``) against this cluster."""
+        return [*self._on(), *(("/usr/bin/env", *self.env) if self.env else ()), *args]
+
+    def _on(self) -> list[str]:
+        """Where its commands run: on an emulated host, in the chroot, or both."""
+        chroot = ["--root", self.root] if self.root else []
         if self.host is not None:
-            return [str(ON_HOST), self.host, "env", *self.env, *args]
-        return [*(("chroot", self.root, "/usr/bin/env", *self.env) if self.root else ()), *args]
+            return [str(ON_HOST), *chroot, self.host]
+        return ["chroot", self.root] if self.root else []
 
 
 HOST_SLURM = Slurm("22.05")
-#: Slurm 22.05 across the emulated hosts n1..n3 (slurm-net-up.sh), used from its head node.
-NET_SLURM = Slurm(
-    "22.05",
-    env=(
-        f"SLURM_CONF={os.environ.get('CLUSTERENV_SLURM_NET_DIR', '/tmp/clusterenv-slurm-net')}"
-        "/slurm.conf",
-    ),
-    host="head",
-)
+#: Where each release's cluster across the emulated hosts keeps its slurm.conf, as its
+#: commands see it (slurm-net-up.sh).
+NET_SLURM_CONF = {
+    "22.05": "/tmp/clusterenv-slurm-net/slurm.conf",
+    "24.11": "/var/lib/clusterenv-slurm-net/slurm.conf",
+}
+
+
+def across_hosts(version: str, root: str | None) -> Slurm:
+    """The cluster of ``version`` across the emulated hosts n1..n3, used from its head."""
+    return Slurm(version, root, env=(f"SLURM_CONF={NET_SLURM_CONF[version]}",), host="head")
 
 
 def free_port() -> int:

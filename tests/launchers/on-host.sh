@@ -1,8 +1,30 @@
 #!/usr/bin/env bash
-# on-host.sh N COMMAND [ARG...]: run COMMAND on emulated host nN of netns-up.sh (N=head: the
-# switch, ce-head): its network namespace and /etc/hosts view, and its own host name in a
-# UTS namespace of its own, as a process on a real node has.
+# on-host.sh [--root ROOT] N COMMAND [ARG...]: run COMMAND on emulated host nN of
+# netns-up.sh (N=head: the switch, ce-head): its network namespace and /etc/hosts view, and
+# its own host name in a UTS namespace of its own, as a process on a real node has.
+# With --root, COMMAND runs in the chroot ROOT (Slurm 24.11's), with what chroot-common.sh
+# binds into it (CLUSTERENV_BIND: the venv's Python) and the host's /etc/hosts view. These
+# mounts are made in the mount namespace `ip netns exec` gives the command: they never show
+# on the machine, and they vanish with the last process that uses them.
 set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+if [ "${1:-}" = --inside ]; then  # now in the host's namespaces: NAME ROOT COMMAND...
+    name=$2 ROOT=$3
+    shift 3
+    hostname "$name"
+    [ -z "$ROOT" ] && exec "$@"
+    REPO=$(cd "$here/../.." && pwd)
+    # shellcheck source=tests/launchers/chroot-common.sh
+    source "$here/chroot-common.sh"
+    mount_chroot
+    mount --bind /etc/hosts "$ROOT/etc/hosts"
+    exec chroot "$ROOT" "$@"
+fi
+root=
+if [ "${1:-}" = --root ]; then
+    root=$2
+    shift 2
+fi
 host=$1
 shift
 case "$host" in
@@ -10,4 +32,4 @@ case "$host" in
     [1-3]) namespace=ce-n$host name=n$host ;;
     *) echo "on-host.sh: no host $host (1, 2, 3 or head)" >&2; exit 2 ;;
 esac
-exec ip netns exec "$namespace" unshare --uts sh -c 'hostname "$0" && exec "$@"' "$name" "$@"
+exec ip netns exec "$namespace" unshare --uts bash "$here/on-host.sh" --inside "$name" "$root" "$@"

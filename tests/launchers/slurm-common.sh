@@ -3,6 +3,11 @@
 # releases do. Paths are as the daemons see them; $ROOT prefixes them for the host.
 
 NODES=(cn001 cn002 cn003 gpu-a1)
+# What the Slurm 24.11 chroot (Debian trixie) holds: Slurm, munge, PMIx, and what this
+# machine's Python (bound in, so the tasks run the suite's venv) links against.
+SLURM24_PACKAGES=(slurm-wlm slurmctld slurmd slurm-client munge libpmix-dev)
+SLURM24_PACKAGES+=(libffi8 libssl3t64 libsqlite3-0 libbz2-1.0 liblzma5 zlib1g libuuid1)
+SLURM24_PACKAGES+=(libreadline8t64 libncursesw6 libgdbm6t64 libstdc++6 libgomp1)
 
 log() { echo "$(basename "$0" .sh): $*" >&2; }
 

@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
-# Stop exactly what slurm-net-up.sh started (by pid files) and remove its state directory.
+# slurm-net-down.sh [22.05|24.11]: stop exactly what slurm-net-up.sh started for that
+# release (by pid files; both releases without an argument) and remove its state directory.
 # Idempotent.
 set -uo pipefail
-STATE=${CLUSTERENV_SLURM_NET_DIR:-/tmp/clusterenv-slurm-net}
-# shellcheck source=tests/launchers/slurm-common.sh
-source "$(dirname "$0")/slurm-common.sh"
-stop_daemons "$STATE"/run/slurmd-*.pid "$STATE"/run/slurmctld.pid "$STATE"/run/munged.pid
+here=$(cd "$(dirname "$0")" && pwd)
+if [ $# = 0 ]; then
+    bash "$0" 22.05
+    exec bash "$0" 24.11
+fi
+RELEASE=$1
+# shellcheck source=tests/launchers/slurm-net-common.sh
+source "$here/slurm-net-common.sh"
+run=$ROOT$STATE/run
+stop_daemons "$run"/slurmd-*.pid "$run"/slurmctld.pid "$run"/munged.pid
 case "$STATE" in  # ours alone: remove it, never anything else
-    */clusterenv-slurm-net*) rm -rf "$STATE" ;;
+    */clusterenv-slurm-net*) rm -rf "$ROOT$STATE" ;;
 esac
-echo "slurm-net-down: stopped $STOPPED daemons" >&2
+echo "slurm-net-down: Slurm $RELEASE: stopped $STOPPED daemons" >&2

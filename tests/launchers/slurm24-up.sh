@@ -18,10 +18,7 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 STATE=/var/lib/clusterenv-slurm   # inside the chroot
 # shellcheck source=tests/launchers/slurm-common.sh
 source "$(dirname "$0")/slurm-common.sh"
-PACKAGES=(slurm-wlm slurmctld slurmd slurm-client munge libpmix-dev)
-# What this machine's Python (bound in, so the tasks run the suite's venv) links against.
-PACKAGES+=(libffi8 libssl3t64 libsqlite3-0 libbz2-1.0 liblzma5 zlib1g libuuid1 libreadline8t64)
-PACKAGES+=(libncursesw6 libgdbm6t64 libstdc++6 libgomp1)
+PACKAGES=("${SLURM24_PACKAGES[@]}")
 
 SUITE=trixie
 # shellcheck source=tests/launchers/chroot-common.sh

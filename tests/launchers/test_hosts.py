@@ -1,5 +1,5 @@
-"""Real launchers across the emulated hosts of netns-up.sh (issue 31): Slurm 22.05 with
-one slurmd per host at its own address (slurm-net-up.sh), torchrun with one agent per
+"""Real launchers across the emulated hosts of netns-up.sh (issue 31): Slurm 22.05 and
+24.11 with one slurmd per host at its own address (slurm-net-up.sh), torchrun with one agent per
 host, Open MPI's mpirun reaching the other hosts through a remote shell. Each rank has its
 own network stack and host name (n1..n3), and each host resolves the others' names through
 its own /etc/hosts, so no test here needs ``MASTER_ADDR=127.0.0.1``; every task is checked
