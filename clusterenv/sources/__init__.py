@@ -54,10 +54,11 @@ def present(env: Mapping[str, str]) -> list[Detector]:
     """The sources whose variables ``env`` has, highest priority first (local, always
     present, last). In a task that a scheduler started itself, the variables its task
     launcher's MPI plugins set (PMI, PALS) are the scheduler's, not another launcher's; a
-    rank that a launcher started inside a platform's node process is the launcher's."""
+    rank that a launcher started inside a platform's node process, or in a batch job's
+    script, is the launcher's."""
     found = [detector for detector in DETECTORS if detector.present(env)]
     if any(detector.runs_task(env) for detector in found):
         found = [detector for detector in found if not detector.borrowable(env)]
     if any(detector.starts_ranks(env) for detector in found):
-        found = [detector for detector in found if not detector.per_node]
+        found = [detector for detector in found if not detector.hosts_launchers(env)]
     return found

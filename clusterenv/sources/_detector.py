@@ -69,6 +69,11 @@ class Detector(ABC):
     #: SageMaker host, a Kubernetes pod), inside which a launcher may start the ranks: a
     #: rank that launcher :meth:`started <starts_ranks>` is then not this source's.
     per_node: ClassVar[bool] = False
+    #: Whether this source is a batch scheduler: a process of its job that it did not start
+    #: as a task (:meth:`runs_task`) is its job script or allocation shell, from which a
+    #: launcher may start the ranks (``deepspeed`` in an sbatch script): a rank that
+    #: launcher :meth:`started <starts_ranks>` is then not this source's either.
+    schedules_jobs: ClassVar[bool] = False
     #: Whether the launcher itself listens on ``MASTER_PORT`` (torchrun's agent store).
     holds_main_port: ClassVar[bool] = False
     #: Lightning's ``ClusterEnvironment`` subclass that the adapter's plugin extends:
@@ -98,9 +103,17 @@ class Detector(ABC):
     def starts_ranks(self, env: Mapping[str, str]) -> bool:
         """Whether ``env`` is a rank that this launcher started, one process per rank, with
         all it needs to say so (the DeepSpeed launcher's complete ``env://`` set). Inside a
-        :attr:`per_node` platform's node process the launcher then wins, though the platform
-        comes first otherwise (its node process may carry a stray ``RANK``)."""
+        :attr:`per_node` platform's node process or a batch scheduler's job script
+        (:attr:`schedules_jobs`) the launcher then wins, though those come first otherwise
+        (their process may carry a stray ``RANK``)."""
         return False
+
+    def hosts_launchers(self, env: Mapping[str, str]) -> bool:
+        """Whether ``env``'s process is one a launcher may start ranks from: a
+        :attr:`per_node` platform's node process, or a batch scheduler's job script (one it
+        did not start as a task). A rank a launcher :meth:`started <starts_ranks>` is then
+        the launcher's."""
+        return self.per_node or (self.schedules_jobs and not self.runs_task(env))
 
     @abstractmethod
     def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:

@@ -46,6 +46,7 @@ PE_HOSTFILE = HostFile(counted=True)
 
 class GridEngineDetector(Detector):
     source = Source.GRIDENGINE
+    schedules_jobs = True
     name = "Grid Engine"
     reason = "JOB_ID and SGE_TASK_ID are set: inside a Grid Engine job"
     variables = ("SGE_", "PE_HOSTFILE", "NSLOTS", "NHOSTS", "NQUEUES")

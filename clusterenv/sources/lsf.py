@@ -59,6 +59,7 @@ def _mcpu_slots(value: str) -> list[str]:
 
 class LsfDetector(Detector):
     source = Source.LSF
+    schedules_jobs = True
     name = "LSF"
     reason = "LSB_JOBID (or jsrun's JSM_NAMESPACE_RANK) is set: inside an LSF job"
     variables = ("LSB_", "LSF_", "JSM_")

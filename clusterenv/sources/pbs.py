@@ -28,6 +28,7 @@ _HINT = "PBS sets this in the job; run inside qsub (or qsub -I)"
 
 class PbsDetector(Detector):
     source = Source.PBS
+    schedules_jobs = True
     name = "PBS"
     reason = "PBS_JOBID is set: inside a PBS / Torque job"
     variables = ("PBS_", "NCPUS")

@@ -316,6 +316,11 @@ def _scrubbed_spec(record: Record) -> Record:
     return spec
 
 
+def capture_name(name: str, slurm: Slurm) -> str:
+    """22.05's captures are the top level of tests/data/captures; 24.11's its subfolder."""
+    return name if slurm.root is None else f"slurm-{slurm.version}/{name}"
+
+
 def record_capture(
     name: str, command: str, records: list[Record], extra: Mapping[str, Any]
 ) -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from tests.launchers.harness import (
     Slurm,
+    capture_name,
     check_mpi,
     check_slurm,
     check_torchrun,
@@ -101,11 +102,6 @@ def _hostnames(records: list[dict[str, object]], slurm: Slurm) -> dict[str, list
     return {nodelist: scontrol_hostnames(nodelist, slurm) or [] for nodelist in sorted(lists)}
 
 
-def _capture_name(name: str, slurm: Slurm) -> str:
-    """22.05's captures are the top level of tests/data/captures; 24.11's its subfolder."""
-    return name if slurm.root is None else f"slurm-{slurm.version}/{name}"
-
-
 @pytest.mark.slurm
 @pytest.mark.parametrize("name", sorted(SLURM_LAUNCHES))
 def test_slurm_launch(name: str, tmp_path: Path, slurm_cluster: Slurm) -> None:
@@ -120,7 +116,7 @@ def test_slurm_launch(name: str, tmp_path: Path, slurm_cluster: Slurm) -> None:
         assert spec["gpus_per_node"] == GPUS_PER_NODE.get(name, 0)
         assert spec["accelerator"] == ("gpu" if name in GPUS_PER_NODE else "cpu")
     record_capture(
-        _capture_name(name, slurm_cluster),
+        capture_name(name, slurm_cluster),
         SLURM_LAUNCHES[name],
         records,
         {"launcher": "slurm", "version": slurm_version(slurm_cluster), "hostnames": hostnames},
@@ -145,7 +141,7 @@ def test_a_batch_step_without_a_task_count_describes_what_srun_starts(
     assert batch["env"]["SLURM_TASKS_PER_NODE"] == "3(x2)"
     assert "SLURM_NTASKS" not in batch["env"]
     assert batch["spec"]["world_size"] == len(records) - 1 == 2
-    name = _capture_name("sbatch-no-task-count", slurm_cluster)
+    name = capture_name("sbatch-no-task-count", slurm_cluster)
     version = slurm_version(slurm_cluster)
     record_capture(
         name,
@@ -190,7 +186,7 @@ def test_torchrun_inside_srun(tmp_path: Path, slurm_cluster: Slurm) -> None:
     records = launch(command, tmp_path, slurm=slurm_cluster)
     assert len(records) == 4
     check_torchrun(records)
-    name = _capture_name("torchrun-inside-srun", slurm_cluster)
+    name = capture_name("torchrun-inside-srun", slurm_cluster)
     record_capture(name, command, records, {"launcher": "torchrun+slurm"})
 
 

@@ -15,6 +15,7 @@ import pytest
 from tests.launchers.conftest import mpi_wheel, mpi_wheel_version, require_launcher
 from tests.launchers.harness import (
     Slurm,
+    capture_name,
     check_mpi,
     check_ranks,
     check_torchrun,
@@ -48,6 +49,20 @@ def test_deepspeed_launch(name: str, tmp_path: Path) -> None:
     check_ranks(records, "env")
     versions = {"launcher": "deepspeed", "version": version("deepspeed")}
     record_capture(name, DEEPSPEED_LAUNCHES[name], records, versions)
+
+
+@pytest.mark.slurm
+def test_deepspeed_in_an_sbatch_script(tmp_path: Path, slurm_cluster: Slurm) -> None:
+    """``deepspeed train.py`` in a batch script: each rank is DeepSpeed's (torch.distributed
+    agrees), not the batch step Slurm started, which every rank inherits."""
+    require_launcher("deepspeed")
+    line = f"sbatch --wait -o /dev/null -N1 --wrap '{DEEPSPEED_LAUNCHES['deepspeed-1-node']}'"
+    records = launch(line, tmp_path, timeout=300, slurm=slurm_cluster)
+    assert len(records) == 2
+    check_ranks(records, "env")
+    assert all("SLURM_JOB_ID" in record["env"] for record in records)
+    versions = {"launcher": "deepspeed", "version": version("deepspeed")}
+    record_capture(capture_name("deepspeed-in-sbatch", slurm_cluster), line, records, versions)
 
 
 ACCELERATE_LAUNCHES = {

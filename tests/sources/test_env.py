@@ -9,8 +9,17 @@ import pytest
 
 from clusterenv import InconsistentEnvironmentError, MissingVariableError
 from clusterenv._diagnose import diagnose
-from clusterenv.testing import deepspeed_env, env_launch, kubeflow_env, torchrun_env
-from tests.envs import detect, fields
+from clusterenv.testing import (
+    Launch,
+    deepspeed_env,
+    env_launch,
+    gridengine_env,
+    kubeflow_env,
+    lsf_env,
+    pbs_env,
+    torchrun_env,
+)
+from tests.envs import batch_step, detect, fields, srun_task
 
 
 def test_a_complete_contract_is_a_rank_of_its_launch() -> None:
@@ -71,6 +80,27 @@ def test_the_deepspeed_launcher() -> None:
         detect(deepspeed_env(2, 4, 6) | {"CROSS_RANK": "0"})
     with pytest.raises(InconsistentEnvironmentError, match="CROSS_SIZE='3'"):
         detect(deepspeed_env(2, 4, 6) | {"CROSS_SIZE": "3"})
+
+
+@pytest.mark.parametrize(
+    "job",
+    [Launch(batch_step()), pbs_env(2, 4), gridengine_env(2, 4), lsf_env(2, 4)],
+    ids=["sbatch-script", "pbs-script", "gridengine-script", "lsf-script"],
+)
+def test_the_deepspeed_launcher_in_a_job_script_starts_its_own_ranks(job: Launch) -> None:
+    """``deepspeed train.py`` in a batch script: the ranks are DeepSpeed's, not the job
+    script the scheduler started (which would make every one rank 0)."""
+    spec = detect(Launch(job | deepspeed_env(1, 2, 1, master_addr="127.0.0.1"), job.files))
+    expected = {"source": "env", "role": "rank", "global_rank": 1, "world_size": 2}
+    assert fields(spec, expected) == expected
+
+
+def test_a_task_the_scheduler_started_stays_the_schedulers() -> None:
+    """A RANK set exported to every task of an srun step is no launcher's: Slurm's task
+    numbers win there."""
+    spec = detect(srun_task([2, 2], 3) | deepspeed_env(1, 2, 0, master_addr="cn001"))
+    expected = {"source": "slurm", "global_rank": 3, "world_size": 4}
+    assert fields(spec, expected) == expected
 
 
 def test_a_node_rank_that_disagrees_is_an_error() -> None:

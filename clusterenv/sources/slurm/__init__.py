@@ -48,6 +48,7 @@ _STEP = ("SLURM_STEP_ID", "SLURM_STEPID")
 
 class SlurmDetector(Detector):
     source = Source.SLURM
+    schedules_jobs = True
     name = "Slurm"
     reason = "SLURM_JOB_ID is set: inside a Slurm job"
     variables = ("SLURM_", "SLURMD_", "ENVIRONMENT")
