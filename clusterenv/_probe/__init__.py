@@ -33,6 +33,7 @@ from typing import Any
 from clusterenv._detect import explain_environment
 from clusterenv._frameworks import launcher_for
 from clusterenv._frameworks import listen_port as probe_port
+from clusterenv._probe._backend import check_backend
 from clusterenv._probe._checks import check
 from clusterenv._probe._client import ask
 from clusterenv._probe._network import (
@@ -88,9 +89,10 @@ def probe(
 
     Call it in every rank (``srun clusterenv probe`` does). Returns the report on success
     (with the table on rank 0); raises :class:`~clusterenv.ProbeError` naming the problem
-    and its fix otherwise. Never takes much longer than ``timeout`` seconds (twice that with
-    ``backend="gloo"``, which then also runs torch.distributed's ``init_process_group`` and
-    an ``all_reduce`` with the same parameters: what Lightning will do). ``env`` (default
+    and its fix otherwise. Never takes much longer than ``timeout`` seconds; with
+    ``backend="gloo"`` it then also runs torch.distributed's ``init_process_group`` and an
+    ``all_reduce`` with the same parameters (what Lightning will do), in a child process
+    stopped after another ``timeout`` plus 15 s (:mod:`._backend`). ``env`` (default
     ``os.environ``) gives the launch's key (see :mod:`clusterenv._probe._protocol`).
     """
     if not valid_timeout(timeout):
@@ -101,7 +103,12 @@ def probe(
         )
     report = _rendezvous(spec, timeout, os.environ if env is None else env)
     if backend is not None:
-        _torch_distributed(report.spec, backend, timeout)
+        try:
+            check_backend(report.spec, backend, timeout)
+        except ProbeError as error:
+            if report.rows:  # rank 0: its table says every rank reached it, then this
+                error.report = report
+            raise
     return report
 
 
@@ -252,38 +259,3 @@ def _row_of(hello: Said, status: str) -> dict[str, Any]:
         "status": status,
         "from": " ".join(filter(None, (hello.interface, hello.via))),
     }
-
-
-def _torch_distributed(spec: ResourceSpec, backend: str, timeout: float) -> None:
-    from datetime import timedelta  # noqa: PLC0415
-
-    try:
-        import torch  # noqa: PLC0415 - only for --backend
-        import torch.distributed as dist  # noqa: PLC0415
-    except ImportError:
-        raise ProbeError(
-            f"--backend {backend} needs torch", hint="pip install torch, or drop --backend"
-        ) from None
-    try:
-        dist.init_process_group(
-            backend,
-            init_method=f"tcp://{spec.master_addr}:{spec.master_port}",
-            rank=spec.global_rank,
-            world_size=spec.world_size,
-            timeout=timedelta(seconds=timeout),
-        )
-        total = torch.ones(1)
-        dist.all_reduce(total)
-        dist.destroy_process_group()
-    except (RuntimeError, ValueError) as error:  # torch's DistBackendError is a RuntimeError
-        raise ProbeError(
-            f"torch.distributed ({backend}) failed on rank {spec.global_rank}: "
-            f"{str(error).splitlines()[0] if str(error) else type(error).__name__}",
-            hint="the TCP probe passed, so look at the backend: network interfaces "
-            "(GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME) and the torch build",
-        ) from None
-    if total.item() != spec.world_size:
-        raise ProbeError(
-            f"all_reduce over {spec.world_size} ranks gave {total.item():g}",
-            hint="the ranks do not form one process group; check they come from one launch",
-        )

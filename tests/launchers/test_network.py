@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from types import MappingProxyType
 
 import pytest
 
@@ -22,12 +23,18 @@ MAIN = "198.18.0.1"  # rank 0's host, ce-n1
 
 
 def probe_in(
-    host: int, rank: int, port: int, timeout: float, *args: str, own_name: bool, **extra: str
+    host: int,
+    rank: int,
+    port: int,
+    timeout: float,
+    *args: str,
+    own_name: bool,
+    extra: Mapping[str, str],
 ) -> subprocess.Popen[str]:
     """``clusterenv probe ARGS`` as rank ``rank`` of 3, one per host, on host ``host``:
     with the host's own name (on-host.sh), or with the machine's (``own_name=False``), which
     every host's /etc/hosts maps to 127.0.1.1 as Debian's installer does."""
-    env = extra | {
+    env = dict(extra) | {
         "PATH": os.environ["PATH"],
         "HOME": os.environ.get("HOME", "/root"),
         "RANK": str(rank),
@@ -55,12 +62,16 @@ ETH0 = {"GLOO_SOCKET_IFNAME": "eth0"}
 
 
 def launch(
-    timeout: float = 10, *args: str, own_name: bool = True, **extra: str
+    timeout: float = 10,
+    *args: str,
+    own_name: bool = True,
+    port: int = 0,
+    extra: Mapping[str, str] = MappingProxyType({}),
 ) -> dict[int, tuple[int, str]]:
     """Every rank, rank 0 first: rank -> (exit status, output)."""
-    port = free_port()
+    port = port or free_port()
     started = [
-        probe_in(rank + 1, rank, port, timeout, *args, own_name=own_name, **extra)
+        probe_in(rank + 1, rank, port, timeout, *args, own_name=own_name, extra=extra)
         for rank in range(3)
     ]
     results = {}
@@ -97,7 +108,7 @@ def test_three_hosts_meet_and_gloo_connects_through_the_interface_the_probe_name
     assert code == 2
     assert "rank(s) 0, 1, 2 reach rank 0 through eth0" in out
     assert "export GLOO_SOCKET_IFNAME=eth0 NCCL_SOCKET_IFNAME=eth0 in every rank" in out
-    results = launch(20, "--backend", "gloo", own_name=False, **ETH0)
+    results = launch(20, "--backend", "gloo", own_name=False, extra=ETH0)
     assert all(code == 0 for code, _ in results.values()), results
     assert f"OK: 3 ranks on 3 node(s) reached {MAIN}:" in results[0][1]
     assert "through eth0" in results[0][1]
@@ -155,3 +166,24 @@ def test_random_loss_slows_the_probe_but_is_no_fault() -> None:
         results = launch(20)
     assert all(code == 0 for code, _ in results.values()), results
     assert "OK: 3 ranks on 3 node(s) reached 198.18.0.1:" in results[0][1]
+
+
+def test_a_firewall_open_for_the_main_port_alone_stops_gloo_within_the_probes_time() -> None:
+    """n2 accepts new connections on MASTER_PORT only: the TCP probe passes, but gloo's
+    pairwise connections (ports the system picks) are dropped. gloo itself would wait for
+    TCP's retries; the probe stops it and names the ports."""
+    port = free_port()
+    rules = [
+        "nft add table inet ce",
+        "nft add chain inet ce input { type filter hook input priority 0 ; }",
+        "nft add rule inet ce input ct state established,related accept",
+        f"nft add rule inet ce input ip saddr 198.18.0.0/24 tcp dport != {port} drop",
+    ]
+    with in_namespace("ce-n2", *rules, undo="nft delete table inet ce"):
+        results = launch(4, "--backend", "gloo", port=port)
+    for rank in (0, 1, 2):
+        code, out = results[rank]
+        assert code == 2, out
+        assert "torch.distributed (gloo)" in out
+        assert "open the ports above 1024 between the nodes" in out
+    assert "OK: 3 ranks on 3 node(s) reached 198.18.0.1:" in results[0][1]  # TCP passed
