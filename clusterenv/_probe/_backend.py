@@ -54,7 +54,12 @@ def check_backend(spec: ResourceSpec, backend: str, timeout: float) -> None:
             hint=_HINT,
         ) from None
     if done.returncode:
-        said = done.stdout.strip().splitlines() or [f"exit status {done.returncode}"]
+        # Its own message on stdout; else the last line of a crash (a broken torch install).
+        said = (
+            done.stdout.strip().splitlines()
+            or done.stderr.strip().splitlines()[-1:]
+            or [f"exit status {done.returncode}"]
+        )
         raise ProbeError(
             f"torch.distributed ({backend}) failed on rank {spec.global_rank}: {said[-1]}",
             hint=_HINT,
