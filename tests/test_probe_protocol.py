@@ -308,7 +308,8 @@ def test_more_ranks_than_rank_0_may_hold_are_asked_to_retry(
     assert "OK: 120 ranks on 1 node(s)" in table
     assert "104 more ranks: 104 connected on 1 node(s)" in table  # 16 rows, then counts
     assert len(results[0].table(every_row=True).splitlines()) == 122
-    assert json.loads(json.dumps(results[0].to_json()))["ok"] is True
+    said = json.loads(json.dumps(results[0].to_json()))
+    assert (said["ok"], said["through"], said["ranks"][1]["from"]) == (True, ["lo"], "lo 127.0.0.1")
 
 
 def test_one_rank_says_what_it_did_not_check() -> None:

@@ -75,6 +75,8 @@ class ProbeReport:
             "address": probe_address(self.spec),
             "problems": self.problems,
             "note": self.note,
+            "through": list(self.through),
+            "addresses": list(self.addresses),
             "ranks": sorted(self.rows, key=lambda row: row["rank"]),
         }
 
