@@ -148,6 +148,7 @@ NOT_MODELLED |= {"step-smaller-than-job", "cray-shasta-step-smaller-than-job", "
 NOT_MODELLED |= {"accelerate-cpu", "accelerate-multi", "ray-train", "intel-mpi-under-slurm"}
 NOT_MODELLED |= {"openmpi-5-np4", "mpich-5-2-nodes", "intel-mpi-2-nodes"}
 NOT_MODELLED |= {"sbatch-no-task-count", "srun-arbitrary-hostfile"}
+NOT_MODELLED |= {"deepspeed-in-sbatch"}  # a batch step and DeepSpeed's ranks in one process
 NOT_MODELLED |= {
     "gridengine-qrsh",
     "gridengine-mpirun",
