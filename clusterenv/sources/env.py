@@ -17,12 +17,13 @@ and ``CROSS_SIZE``, where set, name the node and the node count and must agree.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
+from clusterenv._finding import Finding
 from clusterenv._gpu import gpu_fields
 from clusterenv._reader import EnvReader, GpuProbe
 from clusterenv._safe import shorten
-from clusterenv._spec import Source
+from clusterenv._spec import ResourceSpec, Source
 from clusterenv.exceptions import InconsistentEnvironmentError, MissingVariableError
 from clusterenv.sources._detector import Detector, Fields, Hints
 from clusterenv.sources._geometry import read_ranks
@@ -94,6 +95,31 @@ class EnvDetector(Detector):
             "master_port": reader.port(None, hint=_HINT),
             **gpu_fields(reader, gpu_probe),
         }
+
+    def diagnose(
+        self, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]
+    ) -> list[Finding]:
+        """A whole rank set inside a task a scheduler started (``deepspeed`` under srun): the
+        scheduler's task numbers win there, as for a ``RANK`` exported to every task, so
+        where the two differ, say which clusterenv follows."""
+        scheduler = next((d for d in present if d.source is spec.source), None)
+        if scheduler is None or scheduler is self or not self.starts_ranks(env):
+            return []
+        said = (env["RANK"].strip(), env["WORLD_SIZE"].strip())
+        if not scheduler.runs_task(env) or said == (str(spec.global_rank), str(spec.world_size)):
+            return []
+        launcher = scheduler.launcher or scheduler.name
+        return [
+            Finding(
+                id="env.inside-task",
+                message=f"RANK={shorten(said[0])!r} WORLD_SIZE={shorten(said[1])!r} are set in "
+                f"{scheduler.name}'s task {spec.global_rank} of {spec.world_size}: clusterenv "
+                f"follows {scheduler.name}, not a launcher that starts several ranks inside "
+                "one task",
+                fix=f"start one {launcher} task per rank without the inner launcher, or start "
+                "the ranks with torchrun",
+            )
+        ]
 
     @staticmethod
     def _agree(reader: EnvReader, fields: Fields, name: str, field: str, derived: int) -> None:

@@ -98,9 +98,18 @@ def test_the_deepspeed_launcher_in_a_job_script_starts_its_own_ranks(job: Launch
 def test_a_task_the_scheduler_started_stays_the_schedulers() -> None:
     """A RANK set exported to every task of an srun step is no launcher's: Slurm's task
     numbers win there."""
-    spec = detect(srun_task([2, 2], 3) | deepspeed_env(1, 2, 0, master_addr="cn001"))
+    env = srun_task([2, 2], 3) | deepspeed_env(1, 2, 0, master_addr="cn001")
+    spec = detect(env)
     expected = {"source": "slurm", "global_rank": 3, "world_size": 4}
     assert fields(spec, expected) == expected
+    (inside,) = (w for w in diagnose(spec, env) if w.id == "env.inside-task")
+    assert inside.message == (
+        "RANK='0' WORLD_SIZE='2' are set in Slurm's task 3 of 4: clusterenv follows Slurm, not "
+        "a launcher that starts several ranks inside one task"
+    )
+    assert inside.fix.startswith("start one srun task per rank without the inner launcher")
+    agreeing = srun_task([2, 2], 3) | deepspeed_env(2, 2, 3, master_addr="cn001")
+    assert not [w for w in diagnose(detect(agreeing), agreeing) if w.id == "env.inside-task"]
 
 
 def test_a_node_rank_that_disagrees_is_an_error() -> None:
