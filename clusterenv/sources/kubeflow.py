@@ -33,7 +33,7 @@ class KubeflowDetector(Detector):
     variables = ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "RANK", "WORLD_SIZE", "PET_")
     launcher = "torchrun"
     per_node = True
-    roles = Roles(rank="the PyTorchJob", batch="a PyTorchJob pod before its torchrun (job{job})")
+    roles = Roles(rank="the PyTorchJob", node="a PyTorchJob pod, before its torchrun")
     hints = Hints(
         num_nodes="change the PyTorchJob's replicas",
         devices="run torchrun --nproc_per_node=N in each pod (nprocPerNode)",
@@ -89,7 +89,7 @@ class KubeflowDetector(Detector):
             )
         return {
             "source": self.source,
-            "role": Role.RANK if per_pod == 1 else Role.BATCH,
+            "role": Role.RANK if per_pod == 1 else Role.NODE,
             "num_nodes": nodes,
             "devices_per_node": per_pod,
             "world_size": nodes * per_pod,

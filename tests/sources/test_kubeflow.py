@@ -43,7 +43,7 @@ def test_operator_1_7_pods_are_nodes_of_nproc_per_node_processes() -> None:
     """PET_* (training operator >= 1.7, Trainer v2): 4 pods x 2 were read as 8 nodes."""
     expected = {
         "source": "kubeflow",
-        "role": "batch",  # the pod's own process: torchrun starts the two ranks
+        "role": "node",  # the pod's own process: torchrun starts the two ranks
         "num_nodes": 4,
         "devices_per_node": 2,
         "world_size": 8,
@@ -55,7 +55,11 @@ def test_operator_1_7_pods_are_nodes_of_nproc_per_node_processes() -> None:
     env = kubeflow_env(4, 1, nproc_per_node=2)
     spec = detect(env)
     assert fields(spec, expected) == expected
-    assert any("`torchrun python train.py`" in str(warning) for warning in diagnose(spec, env))
+    (node,) = (warning for warning in diagnose(spec, env) if warning.id == "node-process")
+    assert node.message == (
+        "this is a PyTorchJob pod, before its torchrun: one process for this node's 2 ranks"
+    )
+    assert "`torchrun --nnodes=4 --nproc-per-node=2 --node-rank=1 " in node.fix
     assert detect(kubeflow_env(4, 1, nproc_per_node=1)).role.value == "rank"
 
 
