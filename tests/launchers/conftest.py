@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -44,21 +45,32 @@ def _install_debian_packages() -> None:
         subprocess.run(["bash", str(INSTALL)], capture_output=True, timeout=900, check=False)
 
 
+@contextmanager
+def _started(up: str, down: str, *args: str, keep: bool = KEEP) -> Iterator[None]:
+    """``tests/launchers/UP ARGS`` run, what it starts held for the ``with`` block, then
+    ``DOWN ARGS`` (unless ``keep``); where UP fails, DOWN and the test is unavailable. The
+    tasks inside a chroot run this Python: its installation must be visible there."""
+    env = {**os.environ, "CLUSTERENV_BIND": ":".join({sys.base_prefix, sys.prefix})}
+    result = subprocess.run(
+        ["bash", str(HERE / up), *args], capture_output=True, text=True, timeout=900, env=env
+    )
+    stop = ["bash", str(HERE / down), *args]
+    if result.returncode:
+        subprocess.run(stop, capture_output=True, timeout=120, check=False)
+        unavailable(
+            f"{' '.join(('tests/launchers/' + up, *args))} failed:\n{result.stderr[-4000:]}"
+        )
+    yield
+    if not keep:
+        subprocess.run(stop, capture_output=True, timeout=120, check=False)
+
+
 def _cluster(version: str) -> Iterator[Slurm]:
     up, down, root = CLUSTERS[version]
     if os.geteuid() != 0:
         unavailable(f"the loopback Slurm {version} cluster needs root (tests/launchers/{up})")
-    # The tasks inside the chroot run this Python: its installation must be visible there.
-    env = {**os.environ, "CLUSTERENV_BIND": ":".join({sys.base_prefix, sys.prefix})}
-    result = subprocess.run(
-        ["bash", str(HERE / up)], capture_output=True, text=True, timeout=900, env=env
-    )
-    if result.returncode:
-        subprocess.run(["bash", str(HERE / down)], capture_output=True, timeout=120, check=False)
-        unavailable(f"tests/launchers/{up} failed:\n{result.stderr[-4000:]}")
-    yield Slurm(version, root)
-    if not KEEP:
-        subprocess.run(["bash", str(HERE / down)], capture_output=True, timeout=120, check=False)
+    with _started(up, down):
+        yield Slurm(version, root)
 
 
 @pytest.fixture(scope="session", params=sorted(CLUSTERS), ids=lambda v: f"slurm-{v}")
@@ -87,21 +99,8 @@ def gridengine() -> Iterator[Slurm]:
     session unless CLUSTERENV_KEEP_SLURM=1."""
     if os.geteuid() != 0:
         unavailable("Grid Engine needs root (tests/launchers/gridengine-up.sh)")
-    env = {**os.environ, "CLUSTERENV_BIND": ":".join({sys.base_prefix, sys.prefix})}
-    up = subprocess.run(
-        ["bash", str(HERE / "gridengine-up.sh")],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env=env,
-    )
-    down = ["bash", str(HERE / "gridengine-down.sh")]
-    if up.returncode:
-        subprocess.run(down, capture_output=True, timeout=120, check=False)
-        unavailable(f"tests/launchers/gridengine-up.sh failed:\n{up.stderr[-4000:]}")
-    yield GRID_ENGINE
-    if not KEEP:
-        subprocess.run(down, capture_output=True, timeout=120, check=False)
+    with _started("gridengine-up.sh", "gridengine-down.sh"):
+        yield GRID_ENGINE
 
 
 @pytest.fixture(scope="session")
@@ -126,20 +125,8 @@ def net_slurm(request: pytest.FixtureRequest, network: tuple[str, ...]) -> Itera
     """Each Slurm release across the emulated hosts (slurm-net-up.sh): slurmctld on ce-head,
     one slurmd per host n1..n3 at its own address; stopped before the network goes."""
     version = request.param
-    env = {**os.environ, "CLUSTERENV_BIND": ":".join({sys.base_prefix, sys.prefix})}
-    up = subprocess.run(
-        ["bash", str(HERE / "slurm-net-up.sh"), version],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env=env,
-    )
-    down = ["bash", str(HERE / "slurm-net-down.sh"), version]
-    if up.returncode:
-        subprocess.run(down, capture_output=True, timeout=120, check=False)
-        unavailable(f"tests/launchers/slurm-net-up.sh {version} failed:\n{up.stderr[-4000:]}")
-    yield across_hosts(version, CLUSTERS[version][2])
-    subprocess.run(down, capture_output=True, timeout=120, check=False)
+    with _started("slurm-net-up.sh", "slurm-net-down.sh", version, keep=False):
+        yield across_hosts(version, CLUSTERS[version][2])
 
 
 @pytest.fixture(scope="session")

@@ -7,14 +7,13 @@ world size, JAX's process index and count)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.launchers.conftest import require_launcher
-from tests.launchers.harness import HOST_SLURM, Slurm, launch_files
+from tests.launchers.harness import HOST_SLURM, Slurm, launch
 
 #: The loopback clusters' node names (cn001...) resolve nowhere: rank 0 is on 127.0.0.1.
 SRUN = "MASTER_ADDR=127.0.0.1 srun -N2"
@@ -23,8 +22,8 @@ JAX = Path(__file__).with_name("jax_psum.py")
 
 
 def records(command: str, workdir: Path, slurm: Slurm = HOST_SLURM) -> list[dict[str, Any]]:
-    files = launch_files(command, workdir, timeout=300, slurm=slurm)
-    return [json.loads(path.read_text()) for path in files]
+    """What every process of ``command`` recorded: a training takes longer than a report."""
+    return launch(command, workdir, timeout=300, slurm=slurm)
 
 
 def check_ddp(found: list[dict[str, Any]], world: int, source: str | None) -> None:

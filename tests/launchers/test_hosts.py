@@ -7,34 +7,25 @@ against the launcher's own truth (Slurm's node names, torch.distributed, MPI's r
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.launchers.harness import (
-    HOST_SLURM,
     ON_HOST,
     Slurm,
     check_mpi,
     check_slurm,
     launch,
-    launch_files,
     run,
     scontrol_hostnames,
 )
-from tests.launchers.test_frameworks import DDP, check_ddp
+from tests.launchers.test_frameworks import DDP, check_ddp, records
 
 RSH = Path(__file__).with_name("netns-rsh.sh")
 HOSTS_VIEW = Path("/etc/netns/ce-n1/hosts")  # n1's own /etc/hosts (netns-up.sh)
-
-
-def ddp(command: str, workdir: Path, slurm: Slurm = HOST_SLURM) -> list[dict[str, Any]]:
-    files = launch_files(command, workdir, timeout=300, slurm=slurm)
-    return [json.loads(path.read_text()) for path in files]
 
 
 @pytest.mark.slurm
@@ -59,7 +50,7 @@ def test_the_probe_and_ddp_across_hosts_need_no_setting(tmp_path: Path, net_slur
     for n in (1, 2, 3):
         assert f"eth0 198.18.0.{n}" in result.stdout  # each rank's interface and address
     assert "rank 0's addresses: eth0 198.18.0.1, ib0 198.19.0.1" in result.stdout
-    found = ddp(f"srun -N3 --ntasks-per-node=2 {{python}} {DDP} {{out}}", tmp_path, net_slurm)
+    found = records(f"srun -N3 --ntasks-per-node=2 {{python}} {DDP} {{out}}", tmp_path, net_slurm)
     check_ddp(found, 6, "slurm")
 
 
@@ -136,7 +127,7 @@ def test_torchrun_across_hosts(tmp_path: Path) -> None:
         for n in (1, 2, 3)
     ]
     command = "".join(agents) + "for agent in $(jobs -p); do wait $agent || exit 1; done"
-    found = ddp(command, tmp_path)
+    found = records(command, tmp_path)
     check_ddp(found, 6, "torchelastic")
     assert {record["spec"]["num_nodes"] for record in found} == {3}
 
