@@ -137,9 +137,10 @@ def network(hellos: Sequence[Said]) -> list[str]:
         return []
     names = sorted({hello.interface for hello in stuck if hello.interface})
     through = " or ".join(names) if names else "their network"
+    exports = _interface_variables(stuck)
     fix = (
-        f"export GLOO_SOCKET_IFNAME={names[0]} NCCL_SOCKET_IFNAME={names[0]} in every rank"
-        if len(names) == 1
+        f"export {exports} in every rank"
+        if exports
         else "export GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME as the interface each node "
         "reaches rank 0 through"
     )
@@ -149,6 +150,16 @@ def network(hellos: Sequence[Said]) -> list[str]:
         f"NCCL would bind there and never connect. Fix: {fix} (or map each host name to its "
         "address on that network)"
     ]
+
+
+def _interface_variables(hellos: Sequence[Said]) -> str:
+    """``GLOO_SOCKET_IFNAME=eth0 NCCL_SOCKET_IFNAME=eth0`` where ``hellos`` all came from
+    one interface; ``""`` where they name none or several."""
+    names = {hello.interface for hello in hellos if hello.interface}
+    if len(names) != 1:
+        return ""
+    (name,) = names
+    return f"GLOO_SOCKET_IFNAME={name} NCCL_SOCKET_IFNAME={name}"
 
 
 def main_address(hellos: Sequence[Said]) -> list[str]:
@@ -162,17 +173,14 @@ def main_address(hellos: Sequence[Said]) -> list[str]:
     if not elsewhere:
         return []
     real = elsewhere[0].reached
-    names = sorted({h.interface for h in elsewhere if h.interface})
-    interface = (
-        f" GLOO_SOCKET_IFNAME={names[0]} NCCL_SOCKET_IFNAME={names[0]}" if len(names) == 1 else ""
-    )
+    exports = " ".join(filter(None, (f"MASTER_ADDR={real}", _interface_variables(elsewhere))))
     return [
         f"the main address {own.master_addr!r} is {own.reached} (loopback) on rank 0's node "
         f"{own.host}, but rank(s) {ranges(sorted(h.rank for h in elsewhere))} reached it at "
         f"{real}: rank 0's gloo and NCCL would bind to loopback and the others never connect. "
         f"Fix: in {own.host}'s /etc/hosts map {own.master_addr} to {real}, not "
-        f"{own.reached} (Debian's installer writes that line), or export MASTER_ADDR={real}"
-        f"{interface} in every rank"
+        f"{own.reached} (Debian's installer writes that line), or export {exports} in every "
+        "rank"
     ]
 
 

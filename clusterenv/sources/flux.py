@@ -24,7 +24,6 @@ _HINT = "Flux sets this in every task; start the ranks with flux run"
 
 class FluxDetector(Detector):
     source = Source.FLUX
-    schedules_jobs = True
     name = "Flux"
     reason = "FLUX_JOB_ID and FLUX_TASK_RANK are set: a Flux task"
     variables = ("FLUX_",)
