@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, cast
@@ -65,3 +66,9 @@ record = {
     "auto_requeue": getattr(environment, "auto_requeue", None),
 }
 (out / f"{trainer.global_rank}.json").write_text(json.dumps(record))
+torch.distributed.barrier()  # leave together: rank 0 holds the store the others still use
+# torch 2.13's gloo sometimes aborts in its exit teardown ("terminate called without an
+# active exception", exit 134 under srun; see ddp_train.py): leave without it, all flushed.
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(0)
