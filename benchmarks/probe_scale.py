@@ -32,6 +32,7 @@ from pathlib import Path
 
 from clusterenv import ProbeError, detect_environment, probe
 from clusterenv._probe import _hello
+from clusterenv._probe._client import pause_s
 from clusterenv._probe._network import Route
 from clusterenv._probe._protocol import (
     Retry,
@@ -117,9 +118,7 @@ def _async_clients(world: int, ranks: list[int], port: int, worker: int) -> int:
                 return message.ok and equal(message.proof, proof)
             if time.monotonic() > deadline:
                 return False
-            backoff = min(0.05 * 2 ** min(attempt, 5), 1.0)
-            after = message.after if isinstance(message, Retry) else backoff
-            await asyncio.sleep(after * random.uniform(1.0, 1.5))
+            await asyncio.sleep(pause_s(attempt, message if isinstance(message, Retry) else None))
         return False
 
     async def every() -> int:

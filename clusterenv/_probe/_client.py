@@ -23,7 +23,7 @@ from clusterenv._probe._protocol import (
 )
 from clusterenv.exceptions import ProbeError
 
-__all__ = ["ask"]
+__all__ = ["ask", "pause_s"]
 
 _CONNECT_RETRY_S = 0.05
 
@@ -48,16 +48,16 @@ def ask(
                     f"{why}",
                     hint=fix,
                 ) from None
-            _back_off(attempt)
+            time.sleep(pause_s(attempt))
             continue
         if line is None and not taken and time.monotonic() + _CONNECT_RETRY_S <= deadline:
             # Closed without a word: a rank 0 too busy for this hello; ask again. Only at
             # the deadline, or where the port is known to be taken, is that judged.
-            _back_off(attempt)
+            time.sleep(pause_s(attempt))
             continue
         message = decode(line, (Verdict, Retry)) if line else None
-        if isinstance(message, Retry):  # spread the ranks' second asks over time
-            time.sleep(message.after * random.uniform(1.0, 1.5))
+        if isinstance(message, Retry):
+            time.sleep(pause_s(attempt, message))
             continue
         if isinstance(message, Verdict) and equal(
             message.proof, verdict_proof(key, hello.nonce, message.ok, message.problems)
@@ -103,10 +103,13 @@ def _unreachable(error: OSError, host: str, port: int) -> tuple[str, str]:
     )
 
 
-def _back_off(attempt: int) -> None:
-    """Sleep before asking again, with jitter: thousands of ranks must not storm a rank 0
-    that is still starting or busy."""
-    time.sleep(min(_CONNECT_RETRY_S * 2 ** min(attempt, 5), 1.0) * random.uniform(0.5, 1))
+def pause_s(attempt: int, retry: Retry | None = None) -> float:
+    """How long to wait before asking again, with jitter: thousands of ranks must not storm
+    a rank 0 that is still starting or busy. Told to retry, a rank waits at least what rank
+    0 asked, spread over half as long again."""
+    if retry is not None:
+        return retry.after * random.uniform(1.0, 1.5)
+    return min(_CONNECT_RETRY_S * 2.0 ** min(attempt, 5), 1.0) * random.uniform(0.5, 1)
 
 
 def _exchange(address: tuple[str, int], data: bytes, deadline: float) -> bytes | None:
