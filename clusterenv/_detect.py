@@ -65,7 +65,8 @@ def _check_lengths(env: Mapping[str, str]) -> None:
             )
 
 
-_ADDRESS = re.compile(r"[A-Za-z0-9_.-]+|\[?[0-9A-Fa-f:.]+\]?")
+_NAME = "[A-Za-z0-9_.-]"  # a character of a host name
+_ADDRESS = re.compile(rf"{_NAME}+|\[?[0-9A-Fa-f:.]+\]?")
 
 
 def _check_main_address(reader: EnvReader, address: str) -> None:
@@ -86,7 +87,7 @@ def _check_main_address(reader: EnvReader, address: str) -> None:
     )
 
 
-_HOST_NAME = re.compile(r"[A-Za-z0-9_.-]*")
+_HOST_NAME = re.compile(f"{_NAME}*")
 #: An IPv4 or IPv6 literal, told from a name without the ipaddress module's import cost.
 _LITERAL = re.compile(r"[0-9.]+|.*:.*")
 
