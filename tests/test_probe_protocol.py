@@ -5,7 +5,6 @@ clear ProbeError, and the real ranks are reported correctly."""
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import math
 import re
@@ -30,6 +29,7 @@ from clusterenv._probe._checks import (
 )
 from clusterenv._probe._protocol import MAX_MESSAGE, Hello, Said, Verdict, decode, encode, said
 from clusterenv.testing import torchrun_env
+from tests.available import require_modules
 
 TIMEOUT = 3.0
 pytestmark = pytest.mark.timeout(TIMEOUT + 10)
@@ -386,21 +386,16 @@ def test_a_verdict_of_many_long_problems_still_fits_one_message() -> None:
     assert verdict.problems[0].endswith("…")
 
 
-_NEEDS_TORCH = pytest.mark.skipif(
-    importlib.util.find_spec("torch") is None, reason="torch is not installed"
-)
-
-
-@_NEEDS_TORCH
 def test_the_backend_check_runs_torch_distributed_in_a_child() -> None:
     """One rank: a real gloo process group, made and used in a child process."""
+    require_modules("torch")
     spec, _ = launch(1, free_port())[0]
     _backend.check_backend(spec, "gloo", 30)
 
 
-@_NEEDS_TORCH
 def test_the_backend_check_is_stopped_at_its_time(monkeypatch: pytest.MonkeyPatch) -> None:
     """No time left for the child at all: it is stopped, and the error names the ports."""
+    require_modules("torch")
     monkeypatch.setattr(_backend, "GRACE", 0.0)
     spec, _ = launch(2, free_port())[1]
     with pytest.raises(ProbeError, match=r"did not connect rank 1 with the other 1 within 0.2 s"):

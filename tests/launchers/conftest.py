@@ -113,11 +113,8 @@ def network() -> Iterator[tuple[str, ...]]:
         _install_debian_packages()
     if shutil.which("nft") is None:
         unavailable("nft is not installed (tests/launchers/install.sh installs nftables)")
-    up = subprocess.run(["bash", str(HERE / "netns-up.sh")], capture_output=True, text=True)
-    if up.returncode:
-        unavailable(f"tests/launchers/netns-up.sh failed:\n{up.stderr[-2000:]}")
-    yield ("ce-n1", "ce-n2", "ce-n3")
-    subprocess.run(["bash", str(HERE / "netns-down.sh")], capture_output=True, check=False)
+    with _started("netns-up.sh", "netns-down.sh", keep=False):
+        yield ("ce-n1", "ce-n2", "ce-n3")
 
 
 @pytest.fixture(scope="session", params=sorted(CLUSTERS), ids=lambda v: f"slurm-{v}")

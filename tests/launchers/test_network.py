@@ -91,14 +91,19 @@ def in_namespace(namespace: str, *commands: str, undo: str) -> Iterator[None]:
         subprocess.run(["ip", "netns", "exec", namespace, *undo.split()], check=False)
 
 
-def firewall(verdict: str, hook: str = "input", match: str = "ip saddr 198.18.0.0/24") -> list[str]:
-    """nftables rules: ``verdict`` for every TCP packet ``match`` selects on ``hook``
-    (by default every connection into the host)."""
-    return [
-        "nft add table inet ce",
-        f"nft add chain inet ce {hook} {{ type filter hook {hook} priority 0 ; }}",
-        f"nft add rule inet ce {hook} {match} tcp dport 1024-65535 {verdict}",
-    ]
+#: Every TCP connection into a host from the emulated network, on the ports above 1024.
+INTO_HOST = "ip saddr 198.18.0.0/24 tcp dport 1024-65535"
+
+
+@contextmanager
+def firewalled(namespace: str, *rules: str, hook: str = "input") -> Iterator[None]:
+    """nftables ``rules``, in order, on ``hook`` of host ``namespace`` for the ``with`` block."""
+    chain = f"nft add chain inet ce {hook} {{ type filter hook {hook} priority 0 ; }}"
+    added = [f"nft add rule inet ce {hook} {rule}" for rule in rules]
+    with in_namespace(
+        namespace, "nft add table inet ce", chain, *added, undo="nft delete table inet ce"
+    ):
+        yield
 
 
 def test_three_hosts_meet_and_gloo_connects_through_the_interface_the_probe_names() -> None:
@@ -129,7 +134,7 @@ def test_three_hosts_meet_and_gloo_connects_through_the_interface_the_probe_name
 def test_a_firewalled_port_is_named_for_what_the_firewall_does(
     verdict: str, named: tuple[str, str]
 ) -> None:
-    with in_namespace("ce-n1", *firewall(verdict), undo="nft delete table inet ce"):
+    with firewalled("ce-n1", f"{INTO_HOST} {verdict}"):
         results = launch(3)
     for rank in (1, 2):
         code, out = results[rank]
@@ -150,8 +155,7 @@ def test_a_host_whose_link_is_down_has_no_route() -> None:
 
 def test_rank_0_unreachable_from_one_host_only_is_told_from_a_rank_0_nobody_reaches() -> None:
     """n3 alone drops what it sends to rank 0; n2 still reaches it."""
-    rules = firewall("drop", hook="output", match=f"ip daddr {MAIN}")
-    with in_namespace("ce-n3", *rules, undo="nft delete table inet ce"):
+    with firewalled("ce-n3", f"ip daddr {MAIN} tcp dport 1024-65535 drop", hook="output"):
         results = launch(3)
     assert "are dropped (a firewall filters it)" in results[2][1]
     rank_0 = results[0][1]
@@ -161,8 +165,8 @@ def test_rank_0_unreachable_from_one_host_only_is_told_from_a_rank_0_nobody_reac
 
 def test_random_loss_slows_the_probe_but_is_no_fault() -> None:
     """A quarter of the packets into rank 0's host lost: TCP sends them again."""
-    rule = "ip saddr 198.18.0.0/24 numgen random mod 100 < 25"
-    with in_namespace("ce-n1", *firewall("drop", match=rule), undo="nft delete table inet ce"):
+    lossy = "ip saddr 198.18.0.0/24 numgen random mod 100 < 25 tcp dport 1024-65535 drop"
+    with firewalled("ce-n1", lossy):
         results = launch(20)
     assert all(code == 0 for code, _ in results.values()), results
     assert "OK: 3 ranks on 3 node(s) reached 198.18.0.1:" in results[0][1]
@@ -173,13 +177,11 @@ def test_a_firewall_open_for_the_main_port_alone_stops_gloo_within_the_probes_ti
     pairwise connections (ports the system picks) are dropped. gloo itself would wait for
     TCP's retries; the probe stops it and names the ports."""
     port = free_port()
-    rules = [
-        "nft add table inet ce",
-        "nft add chain inet ce input { type filter hook input priority 0 ; }",
-        "nft add rule inet ce input ct state established,related accept",
-        f"nft add rule inet ce input ip saddr 198.18.0.0/24 tcp dport != {port} drop",
-    ]
-    with in_namespace("ce-n2", *rules, undo="nft delete table inet ce"):
+    rules = (
+        "ct state established,related accept",
+        f"ip saddr 198.18.0.0/24 tcp dport != {port} drop",
+    )
+    with firewalled("ce-n2", *rules):
         results = launch(4, "--backend", "gloo", port=port)
     for rank in (0, 1, 2):
         code, out = results[rank]
