@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from clusterenv._cpu import CpuProbe, cpus_per_rank, probe_cpus
+from clusterenv._cpu import CpuProbe, probe_cpus
+from clusterenv._gpu import Gpus
 from clusterenv._gpu_probe import probe_gpus
 from clusterenv._reader import MAX_VALUE_LENGTH, EnvReader, FileReader, GpuProbe, read_text_file
+from clusterenv._rules import MAIN_ADDR_TEMPLATE, complete
 from clusterenv._safe import shorten
 from clusterenv._spec import ResourceSpec, Source
 from clusterenv.exceptions import (
@@ -33,9 +34,6 @@ __all__ = [
 
 #: Names a source to use regardless of what else is set; ``local`` ignores every scheduler.
 FORCE_VARIABLE = "CLUSTERENV_SOURCE"
-#: A site's rule for the main address, e.g. ``{host}-ib``: schedulers name nodes by their
-#: management network, where the ranks must meet on another one.
-MAIN_ADDR_TEMPLATE = "CLUSTERENV_MAIN_ADDR_TEMPLATE"
 
 
 def _choose(env: Mapping[str, str]) -> Detector:
@@ -63,52 +61,6 @@ def _check_lengths(env: Mapping[str, str]) -> None:
                 variables=(name,),
                 hint=f"unset {name} or fix what sets it; launchers write compact values",
             )
-
-
-_NAME = "[A-Za-z0-9_.-]"  # a character of a host name
-_ADDRESS = re.compile(rf"{_NAME}+|\[?[0-9A-Fa-f:.]+\]?")
-
-
-def _check_main_address(reader: EnvReader, address: str) -> None:
-    """A host name or an IP address: ``cn001:29500`` (a port) or a space is a mistake."""
-    if _ADDRESS.fullmatch(address) and not re.fullmatch(r"[^:]+:[0-9]+", address):
-        return
-    names = reader.origins.get("master_addr", ("MASTER_ADDR",))
-    port = address.rpartition(":")[2]
-    hint = (
-        f"set {names[0]} to the host alone and MASTER_PORT={port}"
-        if ":" in address and port.isdigit()
-        else f"set {names[0]} to a host name or IP address of rank 0's node"
-    )
-    raise InvalidVariableError(
-        f"{names[0]}={shorten(address)!r} is not a host name or IP address",
-        variables=names,
-        hint=hint,
-    )
-
-
-_HOST_NAME = re.compile(f"{_NAME}*")
-#: An IPv4 or IPv6 literal, told from a name without the ipaddress module's import cost.
-_LITERAL = re.compile(r"[0-9.]+|.*:.*")
-
-
-def _site_main_address(reader: EnvReader, address: str) -> str:
-    """The main address by the site's :data:`MAIN_ADDR_TEMPLATE`, where it is a node name a
-    scheduler gave: never an address, nor a ``MASTER_ADDR`` someone chose."""
-    template = reader.env.get(MAIN_ADDR_TEMPLATE, "").strip()
-    origin = reader.origins.get("master_addr", ("MASTER_ADDR",))
-    if not template or origin[:1] == ("MASTER_ADDR",) or _LITERAL.fullmatch(address):
-        return address
-    before, host, after = template.partition("{host}")
-    if not host or not _HOST_NAME.fullmatch(before + after):
-        raise InvalidVariableError(
-            f"{MAIN_ADDR_TEMPLATE}={shorten(template)!r} is not a host name around {{host}}",
-            variables=(MAIN_ADDR_TEMPLATE,),
-            hint="write the name of rank 0's node on the ranks' network with {host} for the "
-            "scheduler's node name, e.g. {host}-ib or {host}.hsn.example.org",
-        )
-    reader.origins["master_addr"] = (*origin, MAIN_ADDR_TEMPLATE)
-    return before + address + after
 
 
 @dataclass(frozen=True)
@@ -170,7 +122,8 @@ def host_files(env: Mapping[str, str], read_file: FileReader = read_text_file) -
     reader = EnvReader(env, read_file)
     with contextlib.suppress(ClusterEnvError):
         _check_lengths(reader.env)
-        _choose(reader.env).read(reader, tuple)
+        detector = _choose(reader.env)
+        detector.main_address(reader, detector.read(reader, Gpus(reader, tuple)))
     return reader.files
 
 
@@ -183,11 +136,8 @@ def _detect(
     reader = EnvReader(os.environ if env is None else env, read_file)
     _check_lengths(reader.env)
     detector = _choose(reader.env)
-    fields = detector.read(reader, gpu_probe or probe_gpus)
-    fields["cpus_per_rank"] = cpus_per_rank(reader, fields, cpu_probe or probe_cpus)
-    if "master_addr" in fields:
-        fields["master_addr"] = _site_main_address(reader, fields["master_addr"])
-    _check_main_address(reader, fields.get("master_addr", ""))
+    gpus = Gpus(reader, gpu_probe or probe_gpus)
+    fields = complete(reader, detector, detector.read(reader, gpus), gpus, cpu_probe or probe_cpus)
     try:
         return ResourceSpec.model_validate(fields), reader, detector
     except ValidationError:

@@ -53,6 +53,15 @@ def diagnose(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
                 fix=f"run `{launcher_for(spec)} clusterenv inspect` to see what each task gets",
             )
         )
+    if spec.role is Role.BATCH and spec.world_size != spec.num_nodes * spec.devices_per_node:
+        found.append(
+            Finding(
+                id="uneven-slots",
+                message=f"{spec.world_size} slots over {spec.num_nodes} nodes is not the same "
+                "number on every node, which Lightning needs",
+                fix=detector.hints.uneven,
+            )
+        )
     if spec.gpus_per_node and not spec.visible_devices and spec.role is not Role.SHELL:
         names = VENDOR_VARIABLES[spec.gpu_vendor or GpuVendor.NVIDIA]
         name = next((name for name in names if name in env), names[0])

@@ -19,7 +19,7 @@ from clusterenv.exceptions import InconsistentEnvironmentError
 __all__ = [
     "GPU_VARIABLES",
     "VENDOR_VARIABLES",
-    "gpu_fields",
+    "Gpus",
     "inventory",
     "parse_cuda_visible_devices",
     "parse_ze_affinity_mask",
@@ -172,14 +172,32 @@ def visible_gpus(
     return vendor, devices
 
 
-def gpu_fields(reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
-    """``accelerator``, ``gpus_per_node``, ``visible_devices`` and ``gpu_vendor`` for a
-    source whose GPUs per node are the ones this process sees."""
-    vendor, devices = visible_gpus(reader, gpu_probe)
-    reader.derive("gpus_per_node", "visible_devices")
-    return {
-        "accelerator": Accelerator.GPU if devices else Accelerator.CPU,
-        "gpus_per_node": len(devices),
-        "visible_devices": devices,
-        "gpu_vendor": vendor if devices else None,
-    }
+class Gpus:
+    """The GPUs this process sees, found once, on first use: the GPU fields of every spec
+    whose source grants none, and the rank count of a source that runs one rank per GPU."""
+
+    def __init__(self, reader: EnvReader, gpu_probe: GpuProbe) -> None:
+        self._reader, self._probe = reader, gpu_probe
+        self._visible: tuple[GpuVendor | None, tuple[str, ...]] | None = None
+
+    def visible(self) -> tuple[GpuVendor | None, tuple[str, ...]]:
+        """The vendor and the ids of the GPUs this process may use (:func:`visible_gpus`)."""
+        if self._visible is None:
+            self._visible = visible_gpus(self._reader, self._probe)
+        return self._visible
+
+    def __call__(self) -> Fields:
+        """``accelerator``, ``gpus_per_node``, ``visible_devices`` and ``gpu_vendor``."""
+        vendor, devices = self.visible()
+        self._reader.derive("gpus_per_node", "visible_devices")
+        return {
+            "accelerator": Accelerator.GPU if devices else Accelerator.CPU,
+            "gpus_per_node": len(devices),
+            "visible_devices": devices,
+            "gpu_vendor": vendor if devices else None,
+        }
+
+    @property
+    def count(self) -> int:
+        """How many GPUs this process sees."""
+        return self()["gpus_per_node"]

@@ -247,15 +247,6 @@ class EnvReader:
         self.note(field, name)
         return parse_integer(name, value, hint=hint, minimum=minimum, maximum=maximum)
 
-    def port(self, default: int | None, hint: str) -> int:
-        """``MASTER_PORT`` as a TCP port; ``default`` when unset (``None``: required), which
-        the sources derive from the job id (its origin then is the job id's)."""
-        if "MASTER_PORT" not in self.env:
-            self.derive("master_port", "job_id")
-        return self.integer(
-            "master_port", "MASTER_PORT", hint=hint, default=default, minimum=1, maximum=65535
-        )
-
 
 def host_names(name: str, values: object, *, hint: str) -> tuple[str, ...]:
     """``values`` (from variable ``name``: a JSON list, a split line) as host names or IP

@@ -90,7 +90,9 @@ class GpuInventory(BaseModel):
 
 
 class Fields(TypedDict, total=False):
-    """What a source reads: the fields of :class:`~clusterenv.ResourceSpec`, typed."""
+    """What a source reads: the fields of :class:`~clusterenv.ResourceSpec`, typed, and
+    ``port_seed``: where the job id's leading number does not tell this launch from others
+    on the node (the tasks of an array job share it), the id its port is spread from."""
 
     source: Source
     role: Role
@@ -109,6 +111,7 @@ class Fields(TypedDict, total=False):
     visible_devices: tuple[str, ...]
     gpu_vendor: GpuVendor | None
     cpus_per_rank: int | None
+    port_seed: str
 
 
 _Count = Annotated[int, Field(ge=1)]

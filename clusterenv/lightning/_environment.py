@@ -15,10 +15,9 @@ import sys
 from typing import Any, Literal
 
 from clusterenv._detect import explain_environment
-from clusterenv._spec import ResourceSpec, Role
+from clusterenv._spec import ResourceSpec, Role, Source
 from clusterenv.exceptions import ClusterEnvError, MissingDependencyError
 from clusterenv.lightning._checks import check_launch
-from clusterenv.sources import detector_for
 
 __all__ = [
     "ENVIRONMENTS",
@@ -41,6 +40,9 @@ ENVIRONMENTS: dict[str, str] = {
     "lightning": "lightning.fabric.plugins.environments",
     "pytorch_lightning": "lightning_fabric.plugins.environments",
 }
+#: The Lightning environment that clusterenv's extends, where it is not the plain
+#: ``ClusterEnvironment``: ``SLURMEnvironment`` brings Lightning's auto-requeue handler.
+_BASES: dict[Source, str] = {Source.SLURM: "SLURMEnvironment"}
 
 
 def resolve_package(package: Package | None = None) -> Package:
@@ -210,5 +212,5 @@ def cluster_environment(
         return _environment_class(package, "LightningEnvironment", _NodeEnvironment)(spec)
     if spec.role is not Role.RANK:
         return import_module(ENVIRONMENTS[package]).LightningEnvironment()
-    cls = _environment_class(package, detector_for(spec.source).lightning_base)
+    cls = _environment_class(package, _BASES.get(spec.source, "ClusterEnvironment"))
     return cls(spec, auto_requeue=auto_requeue, requeue_signal=requeue_signal)

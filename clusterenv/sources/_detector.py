@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from clusterenv._finding import Finding
-from clusterenv._reader import EnvReader, GpuProbe
+from clusterenv._gpu import Gpus
+from clusterenv._reader import EnvReader
 from clusterenv._spec import Fields, ResourceSpec, Source
 
-__all__ = ["Detector", "Fields", "Hints", "Roles"]
+__all__ = ["Detector", "Fields", "Gpus", "Hints", "Roles"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,8 @@ class Hints:
     #: How to start MPI ranks so that this scheduler names their nodes ("" where mpirun is
     #: the scheduler's own way).
     mpi: str = ""
+    #: How to give the ranks a main address where the launch names none (several nodes).
+    main: str = "export MASTER_ADDR as the host of rank 0 to every rank"
 
 
 class Detector(ABC):
@@ -69,16 +72,12 @@ class Detector(ABC):
     #: SageMaker host, a Kubernetes pod), inside which a launcher may start the ranks: a
     #: rank that launcher :meth:`started <starts_ranks>` is then not this source's.
     per_node: ClassVar[bool] = False
-    #: Whether this source is a batch scheduler: a process of its job that it did not start
-    #: as a task (:meth:`runs_task`) is its job script or allocation shell, from which a
-    #: launcher may start the ranks (``deepspeed`` in an sbatch script): a rank that
-    #: launcher :meth:`started <starts_ranks>` is then not this source's either.
-    schedules_jobs: ClassVar[bool] = False
+    #: Whether the launcher exports ``MASTER_ADDR`` and ``MASTER_PORT`` to every rank
+    #: itself (torchrun, the ``env://`` contract): without them the launch is broken and
+    #: nothing is derived (the error's hint is ``hints.main``).
+    exports_main: ClassVar[bool] = False
     #: Whether the launcher itself listens on ``MASTER_PORT`` (torchrun's agent store).
     holds_main_port: ClassVar[bool] = False
-    #: Lightning's ``ClusterEnvironment`` subclass that the adapter's plugin extends:
-    #: ``SLURMEnvironment`` gets Lightning's auto-requeue signal handler.
-    lightning_base: ClassVar[str] = "ClusterEnvironment"
     #: A command whose first line of output names the scheduler's or launcher's version
     #: (for `clusterenv inspect`); empty where the packages' versions say it (torchrun).
     version_command: ClassVar[tuple[str, ...]] = ()
@@ -108,6 +107,14 @@ class Detector(ABC):
         (their process may carry a stray ``RANK``)."""
         return False
 
+    @property
+    def schedules_jobs(self) -> bool:
+        """Whether this source is a batch scheduler, which its ``batch`` or ``shell`` role
+        says: a process of its job that it did not start as a task (:meth:`runs_task`) is
+        its job script or allocation shell, from which a launcher may start the ranks
+        (``deepspeed`` in an sbatch script)."""
+        return self.roles.batch is not None or self.roles.shell is not None
+
     def hosts_launchers(self, env: Mapping[str, str]) -> bool:
         """Whether ``env``'s process is one a launcher may start ranks from: a
         :attr:`per_node` platform's node process, or a batch scheduler's job script (one it
@@ -115,9 +122,24 @@ class Detector(ABC):
         the launcher's."""
         return self.per_node or (self.schedules_jobs and not self.runs_task(env))
 
+    def main_address(self, reader: EnvReader, fields: Fields) -> str | None:
+        """Rank 0's host as this scheduler names it (``None``: it does not), asked only
+        where ``MASTER_ADDR`` is not set; by default the ``master_addr`` :meth:`read` gave.
+        A source whose answer costs a file read or may fail says it here."""
+        return fields.get("master_addr")
+
     @abstractmethod
-    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
-        """The ``ResourceSpec`` fields; raises ``ClusterEnvError`` for bad or missing values."""
+    def read(self, reader: EnvReader, gpus: Gpus) -> Fields:
+        """What this scheduler says of the process: its ``role``, ranks and nodes
+        (``num_nodes``, ``devices_per_node``, ``world_size``, ``global_rank``,
+        ``local_rank``, ``node_rank``), and where it knows them ``job_id``, ``hostnames``,
+        its own ``master_addr`` and ``master_port`` (``MASTER_ADDR``/``MASTER_PORT`` are the
+        engine's: never read them), a ``port_seed``, its GPU grant (``gpus_per_node`` with
+        ``accelerator``, ``visible_devices``, ``gpu_vendor``; else the visible GPUs, which
+        ``gpus()`` gives where the geometry needs them) and ``cpus_per_rank``.
+
+        Raises ``ClusterEnvError`` for bad or missing values.
+        """
 
     def diagnose(
         self, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]

@@ -1,74 +1,23 @@
-"""Helpers that several sources share: job ports, main addresses, host files, rank geometry."""
+"""Geometry that several sources share: host files, ranks without nodes, one process per node."""
 
 from __future__ import annotations
 
-import re
-import zlib
 from collections.abc import Sequence
 
-from clusterenv._finding import Finding
 from clusterenv._reader import EnvReader
-from clusterenv._spec import ResourceSpec, Role
-from clusterenv.exceptions import InconsistentEnvironmentError, MissingVariableError
-from clusterenv.sources._detector import Fields
+from clusterenv._spec import Role
+from clusterenv.exceptions import InconsistentEnvironmentError
+from clusterenv.sources._detector import Fields, Gpus
 
-__all__ = [
-    "PORT_BASE",
-    "PORT_SPAN",
-    "job_port",
-    "job_script_fields",
-    "main_address",
-    "node_fields",
-    "rank_fields",
-    "read_ranks",
-    "standalone_fields",
-    "uneven_slots",
-]
-
-_LEADING_NUMBER = re.compile(r"\s*([0-9]{1,18})")
-
-PORT_BASE = 20000
-PORT_SPAN = 12000
-
-
-def job_port(job_id: str, task: str | None = None) -> int:
-    """The main port of a job that sets no ``MASTER_PORT``, the same in all its ranks.
-
-    ``PORT_BASE`` + the id's leading number (``4242``, ``4242.pbs01``) % ``PORT_SPAN``: any
-    ``PORT_SPAN`` consecutive jobs, i.e. those that can share a node at one time, get
-    distinct ports, all below Linux's ephemeral range (32768-60999) that outgoing
-    connections draw from. Ids without a number (Flux's ``ƒ2Xb8GNp3``, PMIx namespaces)
-    are spread by their CRC-32 instead, as are the tasks of an array job that share one id
-    (Grid Engine's ``4242`` task ``3``), which run at once.
-    """
-    if task is not None:
-        number = zlib.crc32(f"{job_id}.{task}".encode())
-    elif match := _LEADING_NUMBER.match(job_id):
-        number = int(match.group(1))
-    else:
-        number = zlib.crc32(job_id.encode())
-    return PORT_BASE + number % PORT_SPAN
-
-
-def main_address(reader: EnvReader, num_nodes: int, example: str) -> str:
-    """``MASTER_ADDR``; without it the loopback address on one node, else an error."""
-    master_addr = reader.optional("master_addr", "MASTER_ADDR")
-    if master_addr is not None:
-        return master_addr
-    if num_nodes > 1:
-        raise MissingVariableError(
-            f"a launch over {num_nodes} nodes that names no main address: MASTER_ADDR is not set",
-            variables=("MASTER_ADDR",),
-            hint=f"export MASTER_ADDR as the host of rank 0 to every rank, e.g. {example}",
-        )
-    return "127.0.0.1"
+__all__ = ["job_script_fields", "node_fields", "rank_fields", "read_ranks", "standalone_fields"]
 
 
 def job_script_fields(reader: EnvReader, slots: Sequence[str]) -> Fields:
     """The geometry a job script describes from its host file, one line per slot: what
-    the launcher (mpirun, jsrun) should start. ``slots`` must not be empty."""
+    the launcher (mpirun, jsrun) should start, whose rank 0 runs on the first host.
+    ``slots`` must not be empty."""
     hosts = tuple(dict.fromkeys(slots))
-    for field in ("num_nodes", "devices_per_node", "world_size"):
+    for field in ("num_nodes", "devices_per_node", "world_size", "master_addr"):
         reader.derive(field, "hostnames")
     return {
         "role": Role.BATCH,
@@ -79,21 +28,8 @@ def job_script_fields(reader: EnvReader, slots: Sequence[str]) -> Fields:
         "local_rank": 0,
         "node_rank": 0,
         "hostnames": hosts,
+        "master_addr": hosts[0],
     }
-
-
-def uneven_slots(spec: ResourceSpec, fix: str) -> list[Finding]:
-    """The warning for a job script whose slots differ between nodes (Lightning needs equal)."""
-    if spec.role is not Role.BATCH or spec.world_size == spec.num_nodes * spec.devices_per_node:
-        return []
-    return [
-        Finding(
-            id=f"{spec.source.value}.uneven-slots",
-            message=f"{spec.world_size} slots over {spec.num_nodes} nodes is not the same "
-            "number on every node, which Lightning needs",
-            fix=f"request the same slots per node ({fix})",
-        )
-    ]
 
 
 def rank_fields(
@@ -165,13 +101,13 @@ def read_ranks(
     return rank_fields(reader, world_size, global_rank, local, size)
 
 
-def node_fields(reader: EnvReader, gpus: Fields, nodes: int, node: int) -> Fields:
+def node_fields(reader: EnvReader, gpus: Gpus, nodes: int, node: int) -> Fields:
     """The geometry of the one process a platform starts on each node, of ``nodes`` (this
     one ``node``, read by the caller into ``num_nodes``/``node_rank``): one rank per GPU it
     sees, one without GPUs. With one, the process is that rank; with more, it is the
     ``node`` role, whose ranks torchrun or the framework starts, and a rank that the
     framework started from it (``LOCAL_RANK`` set, as Lightning sets it) is that rank."""
-    per_node = max(1, gpus["gpus_per_node"])
+    per_node = max(1, gpus.count)
     reader.derive("devices_per_node", "visible_devices")
     reader.derive("world_size", "num_nodes", "devices_per_node")
     role, local = (Role.RANK, 0) if per_node == 1 else (Role.NODE, 0)
@@ -191,11 +127,12 @@ def node_fields(reader: EnvReader, gpus: Fields, nodes: int, node: int) -> Field
     }
 
 
-def standalone_fields(reader: EnvReader, gpus: Fields) -> Fields:
+def standalone_fields(reader: EnvReader, gpus: Gpus) -> Fields:
     """The geometry of one process that owns its node alone, like a local run: one rank per
     GPU it sees (``gpus``), spawned by the framework; one without GPUs."""
+    per_node = max(1, gpus.count)
+    reader.derive("devices_per_node", "visible_devices")
     reader.derive("world_size", "visible_devices")
-    per_node = max(1, gpus["gpus_per_node"])
     return {
         "role": Role.STANDALONE,
         "num_nodes": 1,

@@ -20,13 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from clusterenv._gpu import gpu_fields
-from clusterenv._reader import EnvReader, GpuProbe
+from clusterenv._reader import EnvReader
 from clusterenv._spec import Source
-from clusterenv.exceptions import MissingVariableError
-from clusterenv.sources._detector import Detector, Fields, Hints, Roles
-from clusterenv.sources._geometry import job_port, node_fields
-from clusterenv.sources.local import DEFAULT_PORT
+from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Roles
+from clusterenv.sources._geometry import node_fields
 
 __all__ = ["DETECTOR", "AwsBatchDetector"]
 
@@ -51,12 +48,14 @@ class AwsBatchDetector(Detector):
     hints = Hints(
         num_nodes="change the job definition's numNodes",
         devices="change the node group's GPUs (resourceRequirements), or torchrun --nproc_per_node",
+        main=f"AWS Batch sets {_MAIN_ADDRESS} on every child node of a multi-node parallel "
+        "job; export MASTER_ADDR as the main node's address otherwise",
     )
 
     def present(self, env: Mapping[str, str]) -> bool:
         return "AWS_BATCH_JOB_NODE_INDEX" in env and "AWS_BATCH_JOB_NUM_NODES" in env
 
-    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
+    def read(self, reader: EnvReader, gpus: Gpus) -> Fields:
         nodes = reader.integer("num_nodes", "AWS_BATCH_JOB_NUM_NODES", hint=_HINT, minimum=1)
         last = nodes - 1
         index = reader.integer("node_rank", "AWS_BATCH_JOB_NODE_INDEX", hint=_HINT, maximum=last)
@@ -64,31 +63,17 @@ class AwsBatchDetector(Detector):
             "node_rank", "AWS_BATCH_JOB_MAIN_NODE_INDEX", hint=_HINT, default=0, maximum=last
         )
         reader.note("node_rank", "AWS_BATCH_JOB_NODE_INDEX", "AWS_BATCH_JOB_MAIN_NODE_INDEX")
-        master = reader.optional("master_addr", "MASTER_ADDR", _MAIN_ADDRESS)
-        if master is None and index == main:  # this is the main node
-            reader.note("master_addr", "AWS_BATCH_JOB_NODE_INDEX", "AWS_BATCH_JOB_MAIN_NODE_INDEX")
-        elif master is None:
-            raise MissingVariableError(
-                f"node {index} of an AWS Batch job whose main node is {main}, but "
-                f"{_MAIN_ADDRESS} is not set",
-                variables=(_MAIN_ADDRESS, "AWS_BATCH_JOB_NODE_INDEX"),
-                hint="AWS Batch sets it on every child node; export MASTER_ADDR as the main "
-                "node's address otherwise",
-            )
         job = reader.optional("job_id", "AWS_BATCH_JOB_ID")
-        job = None if job is None else job.partition("#")[0]  # one id for every node
-        gpus = gpu_fields(reader, gpu_probe)
-        return {
+        fields: Fields = {
             **node_fields(reader, gpus, nodes, (index - main) % nodes),
-            "source": self.source,
-            "master_addr": master or "127.0.0.1",
-            "master_port": reader.port(
-                DEFAULT_PORT if job is None else job_port(job),
-                hint="export MASTER_PORT as a free TCP port, or unset it",
-            ),
-            "job_id": job,
-            **gpus,
+            "job_id": None if job is None else job.partition("#")[0],  # one id for every node
         }
+        # Set on every child node; the main node is this one.
+        master = reader.optional("master_addr", _MAIN_ADDRESS)
+        if master is None and index == main:
+            reader.note("master_addr", "AWS_BATCH_JOB_NODE_INDEX", "AWS_BATCH_JOB_MAIN_NODE_INDEX")
+            master = "127.0.0.1"
+        return fields if master is None else {**fields, "master_addr": master}
 
 
 DETECTOR = AwsBatchDetector()

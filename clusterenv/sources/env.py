@@ -20,12 +20,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from clusterenv._finding import Finding
-from clusterenv._gpu import gpu_fields
-from clusterenv._reader import EnvReader, GpuProbe
+from clusterenv._reader import EnvReader
 from clusterenv._safe import shorten
 from clusterenv._spec import ResourceSpec, Source
 from clusterenv.exceptions import InconsistentEnvironmentError, MissingVariableError
-from clusterenv.sources._detector import Detector, Fields, Hints
+from clusterenv.sources._detector import Detector, Fields, Gpus, Hints
 from clusterenv.sources._geometry import read_ranks
 
 __all__ = ["CONTRACT", "DETECTOR", "EnvDetector"]
@@ -56,7 +55,9 @@ class EnvDetector(Detector):
     hints = Hints(
         num_nodes="change the number of nodes the launch script starts",
         devices="change the processes per node it starts (LOCAL_WORLD_SIZE)",
+        main=_HINT,
     )
+    exports_main = True
 
     def present(self, env: Mapping[str, str]) -> bool:
         return "RANK" in env and "WORLD_SIZE" in env
@@ -68,7 +69,7 @@ class EnvDetector(Detector):
             name in env for name in _LOCAL_SIZE
         )
 
-    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
+    def read(self, reader: EnvReader, gpus: Gpus) -> Fields:
         needed = (("LOCAL_RANK",), _LOCAL_SIZE, ("MASTER_ADDR",), ("MASTER_PORT",))
         missing = [names[0] for names in needed if not any(n in reader.env for n in names)]
         if missing:
@@ -88,13 +89,7 @@ class EnvDetector(Detector):
         for name in ("GROUP_RANK", "NODE_RANK", "CROSS_RANK"):
             self._agree(reader, fields, name, "node_rank", fields["node_rank"])
         self._agree(reader, fields, "CROSS_SIZE", "num_nodes", fields["num_nodes"])
-        return {
-            **fields,
-            "source": self.source,
-            "master_addr": reader.text("master_addr", "MASTER_ADDR", hint=_HINT),
-            "master_port": reader.port(None, hint=_HINT),
-            **gpu_fields(reader, gpu_probe),
-        }
+        return fields
 
     def diagnose(
         self, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from clusterenv._gpu import gpu_fields
-from clusterenv._reader import EnvReader, GpuProbe
+from clusterenv._reader import EnvReader
 from clusterenv._spec import Source
 from clusterenv.exceptions import InconsistentEnvironmentError
-from clusterenv.sources._detector import Detector, Fields, Hints
-from clusterenv.sources._geometry import job_port, main_address, rank_fields
+from clusterenv.sources._detector import Detector, Fields, Gpus, Hints
+from clusterenv.sources._geometry import rank_fields
 
 __all__ = ["DETECTOR", "FluxDetector"]
 
@@ -34,6 +33,8 @@ class FluxDetector(Detector):
         num_nodes="change flux run -N",
         devices="change flux run --tasks-per-node",
         uneven="flux run -N NODES --tasks-per-node N",
+        main="export MASTER_ADDR as the host of rank 0 to every rank, e.g. flux run "
+        "--env=MASTER_ADDR=$(hostname) ...",
     )
 
     def present(self, env: Mapping[str, str]) -> bool:
@@ -42,7 +43,7 @@ class FluxDetector(Detector):
     def runs_task(self, env: Mapping[str, str]) -> bool:
         return self.present(env)  # its cray-pals and PMI plugins set PALS_*, PMI_RANK
 
-    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
+    def read(self, reader: EnvReader, gpus: Gpus) -> Fields:
         def integer(field: str, name: str, minimum: int = 0) -> int:
             return reader.integer(field, name, hint=_HINT, minimum=minimum)
 
@@ -61,18 +62,7 @@ class FluxDetector(Detector):
                 "--tasks-per-node N",
             )
         reader.note("devices_per_node", "FLUX_JOB_SIZE", "FLUX_JOB_NNODES")
-        fields = rank_fields(reader, world_size, rank, local_rank, per_node)
-        gpus = gpu_fields(reader, gpu_probe)
-        return {
-            **fields,
-            "source": self.source,
-            "master_addr": main_address(
-                reader, nodes, "flux run --env=MASTER_ADDR=$(hostname) ..."
-            ),
-            "master_port": reader.port(job_port(job_id), hint="export MASTER_PORT as a free port"),
-            "job_id": job_id,
-            **gpus,
-        }
+        return {**rank_fields(reader, world_size, rank, local_rank, per_node), "job_id": job_id}
 
 
 DETECTOR = FluxDetector()

@@ -21,21 +21,14 @@ in the suite.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
-from clusterenv._finding import Finding
-from clusterenv._gpu import gpu_fields
-from clusterenv._reader import EnvReader, GpuProbe, HostFile, parse_integer
+from clusterenv._reader import EnvReader, HostFile, parse_integer
 from clusterenv._safe import shorten
-from clusterenv._spec import ResourceSpec, Source
+from clusterenv._spec import Source
 from clusterenv.exceptions import InconsistentEnvironmentError
-from clusterenv.sources._detector import Detector, Fields, Hints, Roles
-from clusterenv.sources._geometry import (
-    job_port,
-    job_script_fields,
-    standalone_fields,
-    uneven_slots,
-)
+from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Roles
+from clusterenv.sources._geometry import job_script_fields, standalone_fields
 
 __all__ = ["DETECTOR", "GridEngineDetector"]
 
@@ -46,7 +39,6 @@ PE_HOSTFILE = HostFile(counted=True)
 
 class GridEngineDetector(Detector):
     source = Source.GRIDENGINE
-    schedules_jobs = True
     name = "Grid Engine"
     reason = "JOB_ID and SGE_TASK_ID are set: inside a Grid Engine job"
     variables = ("SGE_", "PE_HOSTFILE", "NSLOTS", "NHOSTS", "NQUEUES")
@@ -68,36 +60,20 @@ class GridEngineDetector(Detector):
     def present(self, env: Mapping[str, str]) -> bool:
         return "JOB_ID" in env and "SGE_TASK_ID" in env
 
-    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
+    def read(self, reader: EnvReader, gpus: Gpus) -> Fields:
         job_id = reader.text("job_id", "JOB_ID", hint=_HINT)
         parse_integer("JOB_ID", job_id, hint=_HINT)  # Grid Engine's job ids are integers
         task = reader.env["SGE_TASK_ID"].strip()  # present() requires it
-        gpus = gpu_fields(reader, gpu_probe)
         if "PE_HOSTFILE" in reader.env:
             fields = self._parallel(reader)
-            hosts = fields["hostnames"]
         else:  # one process, one rank per GPU, like a local run
             fields = standalone_fields(reader, gpus)
-            hosts = ()
-        master_addr = reader.optional("master_addr", "MASTER_ADDR")
-        if master_addr is None:
-            reader.derive("master_addr", "hostnames")
-            master_addr = hosts[0] if hosts else "127.0.0.1"
-        array = None if task == "undefined" else task
-        if array is not None:  # an array task: a number, part of the id and the port
-            parse_integer("SGE_TASK_ID", array, hint=_HINT)
-            reader.note("job_id", "JOB_ID", "SGE_TASK_ID")
-        return {
-            **fields,
-            "source": self.source,
-            "job_id": job_id if array is None else f"{job_id}.{array}",
-            "master_addr": master_addr,
-            "master_port": reader.port(
-                job_port(job_id, task=array),
-                hint="export MASTER_PORT as a free TCP port, or unset it",
-            ),
-            **gpus,
-        }
+        if task == "undefined":
+            return {**fields, "job_id": job_id}
+        # An array task: a number, part of the id; the tasks share the job id and run at once.
+        parse_integer("SGE_TASK_ID", task, hint=_HINT)
+        reader.note("job_id", "JOB_ID", "SGE_TASK_ID")
+        return {**fields, "job_id": f"{job_id}.{task}", "port_seed": f"{job_id}.{task}"}
 
     @staticmethod
     def _parallel(reader: EnvReader) -> Fields:
@@ -119,13 +95,6 @@ class GridEngineDetector(Detector):
                     hint="Grid Engine writes both for one job; look for one exported by hand",
                 )
         return job_script_fields(reader, slots)
-
-    def diagnose(
-        self, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]
-    ) -> list[Finding]:
-        if spec.source is not self.source:
-            return []
-        return uneven_slots(spec, "a PE allocation_rule of N slots per host")
 
 
 DETECTOR = GridEngineDetector()

@@ -14,12 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from clusterenv._finding import Finding
-from clusterenv._gpu import gpu_fields
-from clusterenv._reader import EnvReader, GpuProbe
+from clusterenv._reader import EnvReader
 from clusterenv._safe import shorten
 from clusterenv._spec import ResourceSpec, Role, Source
 from clusterenv.exceptions import InconsistentEnvironmentError
-from clusterenv.sources._detector import Detector, Fields, Hints, Roles
+from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Roles
 
 __all__ = ["DETECTOR", "KubeflowDetector"]
 
@@ -38,22 +37,22 @@ class KubeflowDetector(Detector):
         num_nodes="change the PyTorchJob's replicas",
         devices="run torchrun --nproc_per_node=N in each pod (nprocPerNode)",
         uneven="give every pod the same nprocPerNode",
+        main=_HINT,
     )
+    exports_main = True
 
     def present(self, env: Mapping[str, str]) -> bool:
         pod = "KUBERNETES_SERVICE_HOST" in env
         return pod and ("PET_NNODES" in env or ("RANK" in env and "WORLD_SIZE" in env))
 
-    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
+    def read(self, reader: EnvReader, gpus: Gpus) -> Fields:
         if "PET_NNODES" in reader.env:
-            return self._pod(reader, gpu_probe)
+            return self._pod(reader)
         world_size = reader.integer("world_size", "WORLD_SIZE", hint=_HINT, minimum=1)
         rank = reader.integer("global_rank", "RANK", hint=_HINT)
         reader.derive("num_nodes", "world_size")
         reader.derive("node_rank", "global_rank")
-        gpus = gpu_fields(reader, gpu_probe)
         return {
-            "source": self.source,
             "role": Role.RANK,
             "num_nodes": world_size,
             "devices_per_node": 1,
@@ -61,12 +60,9 @@ class KubeflowDetector(Detector):
             "global_rank": rank,
             "local_rank": 0,
             "node_rank": rank,
-            "master_addr": reader.text("master_addr", "MASTER_ADDR", hint=_HINT),
-            "master_port": reader.port(None, hint=_HINT),
-            **gpus,
         }
 
-    def _pod(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
+    def _pod(self, reader: EnvReader) -> Fields:
         """A pod of operator >= 1.7 / Trainer v2: PET_* for the torchrun it runs."""
 
         def integer(field: str, name: str, minimum: int = 0) -> int:
@@ -87,8 +83,7 @@ class KubeflowDetector(Detector):
                 variables=("WORLD_SIZE", "PET_NNODES", "PET_NPROC_PER_NODE"),
                 hint="the training operator sets these together; look for ones set by hand",
             )
-        return {
-            "source": self.source,
+        fields: Fields = {
             "role": Role.RANK if per_pod == 1 else Role.NODE,
             "num_nodes": nodes,
             "devices_per_node": per_pod,
@@ -96,17 +91,15 @@ class KubeflowDetector(Detector):
             "global_rank": node * per_pod,
             "local_rank": 0,
             "node_rank": node,
-            "master_addr": reader.text("master_addr", "PET_MASTER_ADDR", "MASTER_ADDR", hint=_HINT),
-            "master_port": reader.integer(
-                "master_port",
-                "PET_MASTER_PORT",
-                "MASTER_PORT",
-                hint=_HINT,
-                minimum=1,
-                maximum=65535,
-            ),
-            **gpu_fields(reader, gpu_probe),
         }
+        # torchrun's own names for the main address, which MASTER_ADDR/MASTER_PORT override.
+        if address := reader.optional("master_addr", "PET_MASTER_ADDR"):
+            fields["master_addr"] = address
+        if "PET_MASTER_PORT" in reader.env:
+            fields["master_port"] = reader.integer(
+                "master_port", "PET_MASTER_PORT", hint=_HINT, minimum=1, maximum=65535
+            )
+        return fields
 
     def diagnose(
         self, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]

@@ -24,14 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from clusterenv._gpu import gpu_fields
-from clusterenv._reader import EnvReader, GpuProbe
+from clusterenv._reader import EnvReader
 from clusterenv._safe import shorten
 from clusterenv._spec import Source
 from clusterenv.exceptions import MissingVariableError
-from clusterenv.sources._detector import Detector, Fields, Hints, Roles
+from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Roles
 from clusterenv.sources._geometry import node_fields
-from clusterenv.sources.local import DEFAULT_PORT
 
 __all__ = ["DETECTOR", "KubernetesDetector"]
 
@@ -55,13 +53,15 @@ class KubernetesDetector(Detector):
     hints = Hints(
         num_nodes="change the Job's completions and parallelism (and PET_NNODES with them)",
         devices="change the pods' GPU requests (nvidia.com/gpu), or torchrun --nproc_per_node",
+        main="set MASTER_ADDR to pod 0 in the Job's headless service, <job>-0.<service>, in "
+        "the pod template's env",
     )
 
     def present(self, env: Mapping[str, str]) -> bool:
         pod = "KUBERNETES_SERVICE_HOST" in env and "JOB_COMPLETION_INDEX" in env
         return pod and "PET_NODE_RANK" not in env
 
-    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
+    def read(self, reader: EnvReader, gpus: Gpus) -> Fields:
         env = reader.env
         if "PET_NNODES" not in env and "WORLD_SIZE" in env:
             raise MissingVariableError(
@@ -78,29 +78,18 @@ class KubernetesDetector(Detector):
         jobset = reader.optional("job_id", "JOBSET_NAME")
         if jobset is None and named:
             reader.note("job_id", "HOSTNAME")
-        master = reader.optional("master_addr", "MASTER_ADDR")
-        if master is None and not (jobset and named):
-            raise MissingVariableError(
-                "a pod of an Indexed Job names no main address: MASTER_ADDR is not set",
-                variables=("MASTER_ADDR", "HOSTNAME", "JOBSET_NAME"),
-                hint="set MASTER_ADDR to pod 0 in the Job's headless service, "
-                "<job>-0.<service>, in the pod template's env",
-            )
-        if master is None:
-            reader.note("master_addr", "HOSTNAME", "JOBSET_NAME")
         hosts = tuple(f"{job}-{i}" for i in range(nodes)) if named else ()
         if hosts:
             reader.note("hostnames", "HOSTNAME", "PET_NNODES")
-        gpus = gpu_fields(reader, gpu_probe)
-        return {
+        fields: Fields = {
             **node_fields(reader, gpus, nodes, node),
-            "source": self.source,
             "hostnames": hosts,
-            "master_addr": master or f"{job}-0.{jobset}",
-            "master_port": reader.port(DEFAULT_PORT, hint="export MASTER_PORT as a free TCP port"),
             "job_id": jobset or (job if named else None),
-            **gpus,
         }
+        if jobset and named:  # pod 0 in the JobSet's headless service, named for it
+            reader.note("master_addr", "HOSTNAME", "JOBSET_NAME")
+            fields["master_addr"] = f"{job}-0.{jobset}"
+        return fields
 
 
 DETECTOR = KubernetesDetector()

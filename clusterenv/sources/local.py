@@ -5,16 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from clusterenv._finding import Finding
-from clusterenv._gpu import gpu_fields
-from clusterenv._reader import EnvReader, GpuProbe
-from clusterenv._spec import ResourceSpec, Role, Source
-from clusterenv.sources._detector import Detector, Fields, Roles
+from clusterenv._reader import EnvReader
+from clusterenv._spec import ResourceSpec, Source
+from clusterenv.sources._detector import Detector, Fields, Gpus, Roles
+from clusterenv.sources._geometry import standalone_fields
 from clusterenv.sources.env import CONTRACT
 
-__all__ = ["DEFAULT_PORT", "DETECTOR", "LocalDetector"]
-
-#: torch.distributed's customary default, used when ``MASTER_PORT`` is not set.
-DEFAULT_PORT = 29500
+__all__ = ["DETECTOR", "LocalDetector"]
 
 
 class LocalDetector(Detector):
@@ -33,25 +30,8 @@ class LocalDetector(Detector):
     def present(self, env: Mapping[str, str]) -> bool:
         return True
 
-    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
-        gpus = gpu_fields(reader, gpu_probe)
-        reader.derive("devices_per_node", "visible_devices")  # one rank per GPU
-        reader.derive("world_size", "visible_devices")
-        return {
-            "source": self.source,
-            "role": Role.STANDALONE,
-            "num_nodes": 1,
-            "devices_per_node": max(1, gpus["gpus_per_node"]),
-            "world_size": max(1, gpus["gpus_per_node"]),
-            "global_rank": 0,
-            "local_rank": 0,
-            "node_rank": 0,
-            "master_addr": reader.optional("master_addr", "MASTER_ADDR") or "127.0.0.1",
-            "master_port": reader.port(
-                DEFAULT_PORT, hint="export MASTER_PORT as a free TCP port, or unset it"
-            ),
-            **gpus,
-        }
+    def read(self, reader: EnvReader, gpus: Gpus) -> Fields:
+        return standalone_fields(reader, gpus)  # one rank per GPU
 
     def diagnose(
         self, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]

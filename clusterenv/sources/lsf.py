@@ -12,23 +12,14 @@ The main address is ``MASTER_ADDR`` or the first compute host.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
-from clusterenv._finding import Finding
-from clusterenv._gpu import gpu_fields
-from clusterenv._reader import MAX_HOST_LINES, EnvReader, GpuProbe, parse_integer
+from clusterenv._reader import MAX_HOST_LINES, EnvReader, parse_integer
 from clusterenv._safe import shorten
-from clusterenv._spec import ResourceSpec, Source
+from clusterenv._spec import Source
 from clusterenv.exceptions import InvalidVariableError, MissingVariableError
-from clusterenv.sources._detector import Detector, Fields, Hints, Roles
-from clusterenv.sources._geometry import (
-    job_port,
-    job_script_fields,
-    main_address,
-    read_ranks,
-    uneven_slots,
-)
-from clusterenv.sources.local import DEFAULT_PORT
+from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Roles
+from clusterenv.sources._geometry import job_script_fields, read_ranks
 
 __all__ = ["DETECTOR", "LsfDetector"]
 
@@ -59,7 +50,6 @@ def _mcpu_slots(value: str) -> list[str]:
 
 class LsfDetector(Detector):
     source = Source.LSF
-    schedules_jobs = True
     name = "LSF"
     reason = "LSB_JOBID (or jsrun's JSM_NAMESPACE_RANK) is set: inside an LSF job"
     variables = ("LSB_", "LSF_", "JSM_")
@@ -71,6 +61,8 @@ class LsfDetector(Detector):
         num_nodes="change bsub -nnodes / jsrun -n",
         devices="change the tasks per resource set (jsrun -a, -r)",
         uneven="request the same slots per host (LSF span[ptile=P])",
+        main="export MASTER_ADDR as the host of rank 0 to every rank, e.g. jsrun -E "
+        "MASTER_ADDR=$(hostname) ...",
     )
 
     def present(self, env: Mapping[str, str]) -> bool:
@@ -79,7 +71,7 @@ class LsfDetector(Detector):
     def runs_task(self, env: Mapping[str, str]) -> bool:
         return "JSM_NAMESPACE_RANK" in env  # jsrun's PMIx sets PMIX_RANK too
 
-    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
+    def read(self, reader: EnvReader, gpus: Gpus) -> Fields:
         task = "JSM_NAMESPACE_RANK" in reader.env
         # A jsrun task may lack the job's LSB_* variables (seen in the field).
         job_id = (
@@ -89,29 +81,9 @@ class LsfDetector(Detector):
         )
         has_hosts = any(name in reader.env for name in _HOST_VARIABLES)
         slots = self._slots(reader) if has_hosts or not task else []
-        hosts = list(dict.fromkeys(slots))
-        fields: Fields
-        if task:
-            fields, hosts = self._task(reader, slots, hosts)
-        else:  # the job script: describe what jsrun should start
-            fields = job_script_fields(reader, slots)
-        master_addr = reader.optional("master_addr", "MASTER_ADDR")
-        if master_addr is None and hosts:
-            reader.derive("master_addr", "hostnames")
-            master_addr = (fields.get("hostnames") or hosts)[0]
-        gpus = gpu_fields(reader, gpu_probe)
-        return {
-            **fields,
-            "source": self.source,
-            "master_addr": master_addr
-            or main_address(reader, fields["num_nodes"], "jsrun -E MASTER_ADDR=$(hostname) ..."),
-            "master_port": reader.port(
-                DEFAULT_PORT if job_id is None else job_port(job_id),
-                hint="export MASTER_PORT as a free TCP port",
-            ),
-            "job_id": job_id,
-            **gpus,
-        }
+        # the job script describes what jsrun should start
+        fields = self._task(reader, slots) if task else job_script_fields(reader, slots)
+        return {**fields, "job_id": job_id}
 
     @staticmethod
     def _slots(reader: EnvReader) -> list[str]:
@@ -136,8 +108,8 @@ class LsfDetector(Detector):
         return slots
 
     @staticmethod
-    def _task(reader: EnvReader, slots: list[str], hosts: list[str]) -> tuple[Fields, list[str]]:
-        """A jsrun task, and the compute hosts (rank 0's first)."""
+    def _task(reader: EnvReader, slots: list[str]) -> Fields:
+        """A jsrun task, on the compute hosts (rank 0's first)."""
         fields = read_ranks(
             reader,
             world=("JSM_NAMESPACE_SIZE",),
@@ -146,18 +118,16 @@ class LsfDetector(Detector):
             local_size=("JSM_NAMESPACE_LOCAL_SIZE",),
             hint=_JSM_HINT,
         )
-        num_nodes = fields["num_nodes"]
+        num_nodes, hosts = fields["num_nodes"], list(dict.fromkeys(slots))
         # A launch node left in the list (one slot, first): it runs no rank, so it is not
         # the main address even when the compute hosts have one slot each too.
         launch_node = len(hosts) > num_nodes and slots.count(hosts[0]) == 1
         compute = hosts[1:] if launch_node else hosts
         named = tuple(compute) if len(compute) == num_nodes else ()
-        return {**fields, "hostnames": named}, compute
-
-    def diagnose(
-        self, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]
-    ) -> list[Finding]:
-        return uneven_slots(spec, "LSF span[ptile=P]") if spec.source is self.source else []
+        if compute:
+            reader.derive("master_addr", "hostnames")
+            fields["master_addr"] = compute[0]
+        return {**fields, "hostnames": named}
 
 
 DETECTOR = LsfDetector()

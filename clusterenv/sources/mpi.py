@@ -28,14 +28,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from clusterenv._finding import Finding
-from clusterenv._gpu import gpu_fields
-from clusterenv._reader import EnvReader, GpuProbe
+from clusterenv._reader import EnvReader
 from clusterenv._safe import shorten
 from clusterenv._spec import ResourceSpec, Source
 from clusterenv.exceptions import InconsistentEnvironmentError
-from clusterenv.sources._detector import Detector, Fields, Hints
-from clusterenv.sources._geometry import job_port, main_address, read_ranks
-from clusterenv.sources.local import DEFAULT_PORT
+from clusterenv.sources._detector import Detector, Fields, Gpus, Hints
+from clusterenv.sources._geometry import read_ranks
 
 __all__ = ["DETECTOR", "MpiDetector"]
 
@@ -66,6 +64,10 @@ class MpiDetector(Detector):
         num_nodes="change the hosts mpirun starts ranks on (-H / --hostfile)",
         devices="change the ranks per node (mpirun --map-by ppr:N:node)",
         uneven="start the same number of ranks on every node (mpirun --map-by ppr:N:node)",
+        # Hydra (MPICH, Intel MPI) passes variables with -genv; Open MPI with -x.
+        main="export MASTER_ADDR as the host of rank 0 to every rank, e.g. mpirun -x "
+        "MASTER_ADDR=$(hostname) ... (Open MPI), mpirun -genv MASTER_ADDR $(hostname) ... "
+        "(MPICH, Intel MPI)",
     )
 
     def present(self, env: Mapping[str, str]) -> bool:
@@ -75,7 +77,7 @@ class MpiDetector(Detector):
         # srun's, Flux's and jsrun's PMI plugins set PMI_RANK / PMIX_RANK, never these.
         return not any(name in env for name in _OWN)
 
-    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
+    def read(self, reader: EnvReader, gpus: Gpus) -> Fields:
         env = reader.env
         sizes = {env.get(name, "").strip() for name in _OMPI_SIZES}
         if "PRTE_LAUNCHED" in env and len(sizes) > 1:
@@ -95,26 +97,7 @@ class MpiDetector(Detector):
             local_size=_LOCAL_SIZE,
             hint=_HINT,
         )
-        # Hydra (MPICH, Intel MPI) passes variables with -genv; Open MPI with -x.
-        example = (
-            "-x MASTER_ADDR=$(hostname)"
-            if "OMPI_COMM_WORLD_RANK" in env
-            else ("-genv MASTER_ADDR $(hostname)")
-        )
-        master_addr = main_address(reader, fields["num_nodes"], f"mpirun {example} ...")
-        job = reader.optional("job_id", *_JOB)
-        gpus = gpu_fields(reader, gpu_probe)
-        return {
-            **fields,
-            "source": self.source,
-            "master_addr": master_addr,
-            "master_port": reader.port(
-                DEFAULT_PORT if job is None else job_port(job),
-                hint="export MASTER_PORT as a free TCP port to every rank",
-            ),
-            "job_id": job,
-            **gpus,
-        }
+        return {**fields, "job_id": reader.optional("job_id", *_JOB)}
 
     def diagnose(
         self, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]

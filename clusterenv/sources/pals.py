@@ -21,14 +21,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from clusterenv._finding import Finding
-from clusterenv._gpu import gpu_fields
-from clusterenv._reader import EnvReader, GpuProbe
+from clusterenv._reader import EnvReader
 from clusterenv._safe import shorten
 from clusterenv._spec import ResourceSpec, Source
 from clusterenv.exceptions import InconsistentEnvironmentError
-from clusterenv.sources._detector import Detector, Fields, Hints
-from clusterenv.sources._geometry import job_port, main_address, read_ranks
-from clusterenv.sources.local import DEFAULT_PORT
+from clusterenv.sources._detector import Detector, Fields, Gpus, Hints
+from clusterenv.sources._geometry import read_ranks
 
 __all__ = ["DETECTOR", "PalsDetector"]
 
@@ -59,6 +57,8 @@ class PalsDetector(Detector):
         num_nodes="change mpiexec's hosts (-n / --ppn with the nodes of the PBS job)",
         devices="change mpiexec --ppn",
         uneven="start the same number of ranks on every node (mpiexec --ppn)",
+        main="export MASTER_ADDR as the host of rank 0 to every rank, e.g. mpiexec --env "
+        "MASTER_ADDR=$(hostname) ...",
     )
 
     def present(self, env: Mapping[str, str]) -> bool:
@@ -69,7 +69,7 @@ class PalsDetector(Detector):
         # their own tasks (measured: srun --mpi=cray_shasta, Slurm 22.05 and 24.11).
         return True
 
-    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
+    def read(self, reader: EnvReader, gpus: Gpus) -> Fields:
         hosts = self._hosts(reader)
         fields = read_ranks(
             reader,
@@ -94,23 +94,10 @@ class PalsDetector(Detector):
         num_nodes = fields.get("num_nodes", 1)
         if len(hosts) == num_nodes:  # mpiexec places its nodes in PBS_NODEFILE's order
             fields["hostnames"] = tuple(hosts)
-        master_addr = reader.optional("master_addr", "MASTER_ADDR")
-        if master_addr is None and num_nodes > 1 and len(hosts) == num_nodes:
+        if num_nodes > 1 and len(hosts) == num_nodes:
             reader.derive("master_addr", "hostnames")
-            master_addr = hosts[0]
-        job = reader.optional("job_id", "PBS_JOBID")
-        return {
-            **fields,
-            "source": self.source,
-            "master_addr": master_addr
-            or main_address(reader, num_nodes, "mpiexec --env MASTER_ADDR=$(hostname) ..."),
-            "master_port": reader.port(
-                DEFAULT_PORT if job is None else job_port(job),
-                hint="export MASTER_PORT as a free TCP port to every rank",
-            ),
-            "job_id": job,
-            **gpu_fields(reader, gpu_probe),
-        }
+            fields["master_addr"] = hosts[0]
+        return {**fields, "job_id": reader.optional("job_id", "PBS_JOBID")}
 
     @staticmethod
     def _hosts(reader: EnvReader) -> list[str]:

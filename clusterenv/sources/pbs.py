@@ -10,16 +10,14 @@ the job id (``job_port``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
-from clusterenv._finding import Finding
-from clusterenv._gpu import gpu_fields
-from clusterenv._reader import EnvReader, GpuProbe, parse_integer
+from clusterenv._reader import EnvReader, parse_integer
 from clusterenv._safe import shorten
-from clusterenv._spec import ResourceSpec, Source
+from clusterenv._spec import Source
 from clusterenv.exceptions import InconsistentEnvironmentError
-from clusterenv.sources._detector import Detector, Fields, Hints, Roles
-from clusterenv.sources._geometry import job_port, job_script_fields, uneven_slots
+from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Roles
+from clusterenv.sources._geometry import job_script_fields
 
 __all__ = ["DETECTOR", "PbsDetector"]
 
@@ -28,7 +26,6 @@ _HINT = "PBS sets this in the job; run inside qsub (or qsub -I)"
 
 class PbsDetector(Detector):
     source = Source.PBS
-    schedules_jobs = True
     name = "PBS"
     reason = "PBS_JOBID is set: inside a PBS / Torque job"
     variables = ("PBS_", "NCPUS")
@@ -44,7 +41,7 @@ class PbsDetector(Detector):
     def present(self, env: Mapping[str, str]) -> bool:
         return "PBS_JOBID" in env
 
-    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
+    def read(self, reader: EnvReader, gpus: Gpus) -> Fields:
         job_id = reader.text("job_id", "PBS_JOBID", hint=_HINT)
         slots = reader.hosts("hostnames", "PBS_NODEFILE", hint=_HINT)
         hosts = list(dict.fromkeys(slots))
@@ -63,21 +60,10 @@ class PbsDetector(Detector):
                 "a PBS_NODEFILE exported by hand",
             )
         fields = job_script_fields(reader, slots)
-        gpus = gpu_fields(reader, gpu_probe)
-        master_addr = reader.optional("master_addr", "MASTER_ADDR")
-        if master_addr is None:
-            reader.derive("master_addr", "hostnames")
-            master_addr = hosts[0]
         return {
             **fields,
             "cpus_per_rank": self._cpus(reader, fields["devices_per_node"]),
-            "source": self.source,
-            "master_addr": master_addr,
-            "master_port": reader.port(
-                job_port(job_id), hint="export MASTER_PORT as a free TCP port"
-            ),
             "job_id": job_id,
-            **gpus,
         }
 
     @staticmethod
@@ -90,13 +76,6 @@ class PbsDetector(Detector):
         reader.note("cpus_per_rank", "NCPUS", "PBS_NODEFILE")
         ncpus = parse_integer(*found, hint="PBS sets this to the job's ncpus per chunk")
         return max(1, ncpus // ranks_per_node)
-
-    def diagnose(
-        self, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]
-    ) -> list[Finding]:
-        if spec.source is not self.source:
-            return []
-        return uneven_slots(spec, "PBS select=N:mpiprocs=P, Torque nodes=N:ppn=P")
 
 
 DETECTOR = PbsDetector()

@@ -25,12 +25,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from clusterenv._gpu import gpu_fields
-from clusterenv._reader import EnvReader, GpuProbe, host_names, parse_json
+from clusterenv._reader import EnvReader, host_names, parse_json
 from clusterenv._safe import shorten
 from clusterenv._spec import Source
 from clusterenv.exceptions import InconsistentEnvironmentError
-from clusterenv.sources._detector import Detector, Fields, Hints, Roles
+from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Roles
 from clusterenv.sources._geometry import node_fields, standalone_fields
 
 __all__ = ["DETECTOR", "SageMakerDetector"]
@@ -75,7 +74,7 @@ class SageMakerDetector(Detector):
     def present(self, env: Mapping[str, str]) -> bool:
         return "SM_HOSTS" in env and "SM_CURRENT_HOST" in env
 
-    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
+    def read(self, reader: EnvReader, gpus: Gpus) -> Fields:
         env = reader.env
         hosts = host_names(
             "SM_HOSTS", parse_json("SM_HOSTS", env["SM_HOSTS"], hint=_HINT), hint=_HINT
@@ -83,13 +82,9 @@ class SageMakerDetector(Detector):
         current = reader.text("node_rank", "SM_CURRENT_HOST", hint=_HINT)
         config = self._resource_config(reader, hosts, current)
         training = self._distribution_hosts(reader, config) or hosts
-        gpus = gpu_fields(reader, gpu_probe)
         job = reader.optional("job_id", "TRAINING_JOB_NAME")
-        common: Fields = {"source": self.source, "job_id": job, **gpus}
-        master = reader.optional("master_addr", "MASTER_ADDR")
-        port = reader.port(TOOLKIT_PORT, hint="export MASTER_PORT as a free TCP port, or unset it")
-        if "MASTER_PORT" not in env:  # the toolkit's constant, not derived from the job
-            reader.origins["master_port"] = ()
+        reader.origins["master_port"] = ()  # the toolkit's constant, not derived from the job
+        common: Fields = {"job_id": job, "master_port": TOOLKIT_PORT}
         if current not in training:
             if current not in hosts:
                 raise InconsistentEnvironmentError(
@@ -98,23 +93,16 @@ class SageMakerDetector(Detector):
                     variables=("SM_CURRENT_HOST", "SM_HOSTS"),
                     hint="SageMaker sets both for the job; look for one set by hand",
                 )
-            return {
-                **common,
-                **standalone_fields(reader, gpus),
-                "master_addr": master or "127.0.0.1",
-                "master_port": port,
-            }
+            return {**common, **standalone_fields(reader, gpus)}
         reader.note("num_nodes", "SM_HOSTS", "SM_DISTRIBUTION_INSTANCE_GROUPS")
         reader.note("node_rank", "SM_CURRENT_HOST", "SM_HOSTS")
         reader.note("hostnames", "SM_HOSTS")
-        if master is None:
-            reader.derive("master_addr", "hostnames")
+        reader.derive("master_addr", "hostnames")
         return {
             **common,
             **node_fields(reader, gpus, len(training), training.index(current)),
             "hostnames": training,
-            "master_addr": master or training[0],
-            "master_port": port,
+            "master_addr": training[0],
         }
 
     @staticmethod

@@ -18,14 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from clusterenv._gpu import gpu_fields
-from clusterenv._reader import EnvReader, GpuProbe, host_names
+from clusterenv._reader import EnvReader, host_names
 from clusterenv._safe import shorten
 from clusterenv._spec import Source
 from clusterenv.exceptions import InconsistentEnvironmentError
-from clusterenv.sources._detector import Detector, Fields, Hints, Roles
-from clusterenv.sources._geometry import job_port, node_fields
-from clusterenv.sources.local import DEFAULT_PORT
+from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Roles
+from clusterenv.sources._geometry import node_fields
 
 __all__ = ["DETECTOR", "SkyPilotDetector"]
 
@@ -55,7 +53,7 @@ class SkyPilotDetector(Detector):
     def present(self, env: Mapping[str, str]) -> bool:
         return "SKYPILOT_NODE_RANK" in env and "SKYPILOT_NODE_IPS" in env
 
-    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
+    def read(self, reader: EnvReader, gpus: Gpus) -> Fields:
         lines = reader.env["SKYPILOT_NODE_IPS"].split()
         ips = host_names("SKYPILOT_NODE_IPS", lines, hint=_HINT)
         reader.note("hostnames", "SKYPILOT_NODE_IPS")
@@ -74,21 +72,12 @@ class SkyPilotDetector(Detector):
             "node_rank", "SKYPILOT_NODE_RANK", hint=_HINT, maximum=max(0, nodes - 1)
         )
         task = reader.optional("job_id", "SKYPILOT_TASK_ID")
-        master = reader.optional("master_addr", "MASTER_ADDR")
-        if master is None:
-            reader.derive("master_addr", "hostnames")
-        gpus = gpu_fields(reader, gpu_probe)
+        reader.derive("master_addr", "hostnames")
         return {
             **node_fields(reader, gpus, nodes, node),
-            "source": self.source,
             "hostnames": ips,
-            "master_addr": master or ips[0],
-            "master_port": reader.port(
-                DEFAULT_PORT if task is None else job_port(task),
-                hint="export MASTER_PORT as a free TCP port, or unset it",
-            ),
+            "master_addr": ips[0],
             "job_id": task,
-            **gpus,
         }
 
 

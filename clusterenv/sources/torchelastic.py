@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from clusterenv._gpu import gpu_fields
-from clusterenv._reader import EnvReader, GpuProbe
+from clusterenv._reader import EnvReader
 from clusterenv._spec import Role, Source
-from clusterenv.sources._detector import Detector, Fields, Hints
+from clusterenv.sources._detector import Detector, Fields, Gpus, Hints
 
 __all__ = ["DETECTOR", "TorchElasticDetector"]
 
@@ -37,23 +36,23 @@ class TorchElasticDetector(Detector):
         num_nodes="change torchrun --nnodes",
         devices="change torchrun --nproc_per_node",
         uneven="start the same --nproc_per_node on every node",
+        main=_HINT,
     )
+    exports_main = True
     holds_main_port = True  # the agent's TCPStore
 
     def present(self, env: Mapping[str, str]) -> bool:
         return "TORCHELASTIC_RUN_ID" in env
 
-    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
+    def read(self, reader: EnvReader, gpus: Gpus) -> Fields:
         def integer(field: str, name: str, minimum: int = 0) -> int:
             return reader.integer(field, name, hint=_HINT, minimum=minimum)
 
-        gpus = gpu_fields(reader, gpu_probe)
         local_world_size = integer("devices_per_node", "LOCAL_WORLD_SIZE", minimum=1)
         run_id = reader.env.get("TORCHELASTIC_RUN_ID", "").strip()
         if run_id not in ("", "none"):
             reader.note("job_id", "TORCHELASTIC_RUN_ID")
         return {
-            "source": self.source,
             "role": Role.RANK,
             "num_nodes": integer("num_nodes", "GROUP_WORLD_SIZE", minimum=1),
             "devices_per_node": local_world_size,
@@ -61,10 +60,7 @@ class TorchElasticDetector(Detector):
             "global_rank": integer("global_rank", "RANK"),
             "local_rank": integer("local_rank", "LOCAL_RANK"),
             "node_rank": integer("node_rank", "GROUP_RANK"),
-            "master_addr": reader.text("master_addr", "MASTER_ADDR", hint=_HINT),
-            "master_port": reader.port(None, hint=_HINT),
             "job_id": run_id if run_id not in ("", "none") else None,
-            **gpus,
         }
 
 

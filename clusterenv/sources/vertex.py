@@ -22,12 +22,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from clusterenv._gpu import gpu_fields
-from clusterenv._reader import EnvReader, GpuProbe, host_names, parse_integer, parse_json
+from clusterenv._reader import EnvReader, host_names, parse_integer, parse_json
 from clusterenv._safe import shorten
 from clusterenv._spec import Source
 from clusterenv.exceptions import InconsistentEnvironmentError, InvalidVariableError
-from clusterenv.sources._detector import Detector, Fields, Hints, Roles
+from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Roles
 from clusterenv.sources._geometry import node_fields, standalone_fields
 
 __all__ = ["DETECTOR", "VertexDetector"]
@@ -57,7 +56,7 @@ class VertexDetector(Detector):
     def present(self, env: Mapping[str, str]) -> bool:
         return "CLUSTER_SPEC" in env
 
-    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
+    def read(self, reader: EnvReader, gpus: Gpus) -> Fields:
         spec = parse_json("CLUSTER_SPEC", reader.env["CLUSTER_SPEC"], hint=_HINT)
         cluster = spec.get("cluster") if isinstance(spec, dict) else None
         task = spec.get("task") if isinstance(spec, dict) else None
@@ -77,18 +76,12 @@ class VertexDetector(Detector):
             )
         kind = task.get("type")
         index = parse_integer("CLUSTER_SPEC", str(task.get("index")), hint=_HINT)
-        for field in ("num_nodes", "node_rank", "hostnames", "master_addr"):
+        for field in ("num_nodes", "node_rank", "hostnames", "master_addr", "master_port"):
             reader.note(field, "CLUSTER_SPEC")
         nodes = [host for pool in _TRAINING for host, _ in pools[pool]]
-        master = reader.optional("master_addr", "MASTER_ADDR") or primary[0][0]
-        port = reader.port(primary[0][1], hint="export MASTER_PORT as a free TCP port")
-        if "MASTER_PORT" not in reader.env:
-            reader.note("master_port", "CLUSTER_SPEC")
-        gpus = gpu_fields(reader, gpu_probe)
-        common: Fields = {"source": self.source, "master_addr": master, "master_port": port}
         if kind not in _TRAINING:  # a server or an evaluator: trains alone, if at all
-            alone = standalone_fields(reader, gpus)
-            return {**common, **alone, "master_addr": "127.0.0.1", **gpus}
+            return {**standalone_fields(reader, gpus), "master_port": primary[0][1]}
+        common: Fields = {"master_addr": primary[0][0], "master_port": primary[0][1]}
         node = index if kind == "workerpool0" else len(primary) + index
         if index >= len(pools[kind]):
             raise InconsistentEnvironmentError(
@@ -101,7 +94,6 @@ class VertexDetector(Detector):
             **common,
             **node_fields(reader, gpus, len(nodes), node),
             "hostnames": tuple(nodes),
-            **gpus,
         }
 
     @staticmethod

@@ -22,14 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from clusterenv._gpu import gpu_fields
-from clusterenv._reader import EnvReader, GpuProbe, host_names
+from clusterenv._reader import EnvReader, host_names
 from clusterenv._safe import shorten
 from clusterenv._spec import Source
 from clusterenv.exceptions import InconsistentEnvironmentError, MissingVariableError
-from clusterenv.sources._detector import Detector, Fields, Hints, Roles
+from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Roles
 from clusterenv.sources._geometry import node_fields
-from clusterenv.sources.local import DEFAULT_PORT
 
 __all__ = ["DETECTOR", "VolcanoDetector"]
 
@@ -56,12 +54,14 @@ class VolcanoDetector(Detector):
     hints = Hints(
         num_nodes="change the tasks' replicas",
         devices="change the pods' GPU requests (nvidia.com/gpu), or torchrun --nproc_per_node",
+        main="Volcano's pytorch plugin sets MASTER_ADDR with RANK in every pod; export "
+        "MASTER_ADDR as the first pod of the master task otherwise",
     )
 
     def present(self, env: Mapping[str, str]) -> bool:
         return bool(_tasks(env))
 
-    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
+    def read(self, reader: EnvReader, gpus: Gpus) -> Fields:
         env = reader.env
         tasks = {}
         for name, count in _tasks(env).items():
@@ -94,27 +94,12 @@ class VolcanoDetector(Detector):
                 hint="add the pytorch plugin (plugins: pytorch: [--master=..., --worker=...]), "
                 "which numbers the pods, or run one task",
             )
+        fields: Fields = {**node_fields(reader, gpus, nodes, node), "hostnames": hostnames}
         if hostnames:
             reader.note("hostnames", *tasks)
-        master = reader.optional("master_addr", "MASTER_ADDR")
-        if master is None and not hostnames:
-            raise MissingVariableError(
-                "RANK is set (Volcano's pytorch plugin) but MASTER_ADDR, which it sets with it, "
-                "is not",
-                variables=("MASTER_ADDR", "RANK"),
-                hint=_HINT,
-            )
-        if master is None:
             reader.derive("master_addr", "hostnames")
-        gpus = gpu_fields(reader, gpu_probe)
-        return {
-            **node_fields(reader, gpus, nodes, node),
-            "source": self.source,
-            "hostnames": hostnames,
-            "master_addr": master or hostnames[0],
-            "master_port": reader.port(DEFAULT_PORT, hint="export MASTER_PORT as a free TCP port"),
-            **gpus,
-        }
+            fields["master_addr"] = hostnames[0]
+        return fields
 
     @staticmethod
     def _agree(reader: EnvReader, nodes: int) -> None:

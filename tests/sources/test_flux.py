@@ -9,7 +9,7 @@ import pytest
 
 import clusterenv.lightning as cl
 from clusterenv import InconsistentEnvironmentError, MissingVariableError
-from clusterenv.sources._geometry import PORT_BASE, PORT_SPAN, job_port
+from clusterenv._rules import PORT_BASE, PORT_SPAN, job_port
 from clusterenv.testing import flux_env
 from tests.available import require_modules
 from tests.envs import detect, fields

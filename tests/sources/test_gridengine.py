@@ -7,7 +7,7 @@ import pytest
 
 from clusterenv import InconsistentEnvironmentError, InvalidVariableError
 from clusterenv._capture import launcher_variables
-from clusterenv.sources._geometry import job_port
+from clusterenv._rules import job_port
 from clusterenv.testing import Launch, gridengine_env
 from tests.envs import detect, fields
 

@@ -14,7 +14,7 @@ from clusterenv import (
     detect_environment,
 )
 from clusterenv._diagnose import diagnose
-from clusterenv.sources._geometry import PORT_BASE, PORT_SPAN
+from clusterenv._rules import PORT_BASE, PORT_SPAN
 from clusterenv.sources.slurm import parse_gpu_count
 from clusterenv.testing import Launch, slurm_env
 from tests.envs import batch_step, salloc_shell, srun_task
@@ -238,9 +238,9 @@ def test_a_batch_step_with_ntasks_reports_the_tasks_and_warns_when_uneven() -> N
     env = slurm_env(2, [8, 4], step="batch") | {"SLURM_GPUS_ON_NODE": "8"}
     spec = detect(env)
     assert (spec.world_size, spec.devices_per_node) == (12, 8)
-    assert any(
-        "placed unevenly (SLURM_TASKS_PER_NODE='8,4')" in str(w) for w in diagnose(spec, env)
-    )
+    uneven = [w for w in diagnose(spec, env) if w.id == "uneven-slots"]
+    assert uneven
+    assert "--ntasks-per-node" in uneven[0].fix
 
 
 def test_a_batch_step_that_sees_gpus_without_gres_starts_one_rank_per_gpu() -> None:

@@ -16,7 +16,7 @@ the job name (salloc names its jobs ``interactive`` and their srun steps inherit
 
 The main address is task 0's node (``MASTER_ADDR`` overrides): the first host of the node
 list, or under ``--distribution=arbitrary`` the first line of ``SLURM_HOSTFILE``; the main
-port is ``MASTER_PORT`` or derived from the job id (:func:`~clusterenv.sources._geometry.job_port`).
+port is ``MASTER_PORT`` or derived from the job id (the shared rules: :mod:`clusterenv._rules`).
 """
 
 from __future__ import annotations
@@ -24,14 +24,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from clusterenv._finding import Finding
-from clusterenv._gpu import visible_gpus
-from clusterenv._reader import EnvReader, GpuProbe, parse_integer
+from clusterenv._reader import EnvReader, parse_integer
 from clusterenv._safe import shorten
 from clusterenv._spec import Accelerator, ResourceSpec, Role, Source
 from clusterenv.exceptions import HostlistError, InconsistentEnvironmentError
 from clusterenv.hostlist import count_hosts, expand_hostlist
-from clusterenv.sources._detector import Detector, Fields, Hints, Roles
-from clusterenv.sources._geometry import job_port
+from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Roles
 from clusterenv.sources.slurm._placement import rank_zero_node
 from clusterenv.sources.slurm._resources import granted_cpus, slurm_gpus
 from clusterenv.sources.slurm._values import TaskLayout, at_most, het, parse_gpu_count
@@ -48,7 +46,6 @@ _STEP = ("SLURM_STEP_ID", "SLURM_STEPID")
 
 class SlurmDetector(Detector):
     source = Source.SLURM
-    schedules_jobs = True
     name = "Slurm"
     reason = "SLURM_JOB_ID is set: inside a Slurm job"
     variables = ("SLURM_", "SLURMD_", "ENVIRONMENT")
@@ -72,7 +69,6 @@ class SlurmDetector(Detector):
         "--gpus-per-node instead of --gpus-per-task)",
         mpi="srun --mpi=pmix (Slurm then names the nodes), or keep --ntasks-per-node",
     )
-    lightning_base = "SLURMEnvironment"
     version_command = ("srun", "--version")  # "slurm 24.11.5"
 
     def present(self, env: Mapping[str, str]) -> bool:
@@ -81,7 +77,7 @@ class SlurmDetector(Detector):
     def runs_task(self, env: Mapping[str, str]) -> bool:
         return self.present(env) and any(name in env for name in _STEP)
 
-    def read(self, reader: EnvReader, gpu_probe: GpuProbe) -> Fields:
+    def read(self, reader: EnvReader, gpus: Gpus) -> Fields:
         job_id = reader.text("job_id", "SLURM_JOB_ID", "SLURM_JOBID", hint=_HINT)
         # Slurm's job ids are integers: anything else was set by hand.
         parse_integer(reader.first("job_id"), job_id, hint=_HINT)
@@ -97,36 +93,29 @@ class SlurmDetector(Detector):
             )
         batch = not step and procid is not None
         # The shell runs on the submit host: its GPUs are not the allocation's.
-        vendor, devices = visible_gpus(reader, gpu_probe) if step or batch else (None, ())
+        vendor, devices = gpus.visible() if step or batch else (None, ())
         if step:
-            fields, slurm_gpus = self._step(reader)
+            fields, granted = self._step(reader)
         else:
-            fields, slurm_gpus = self._allocation(reader, len(devices))
+            fields, granted = self._allocation(reader, len(devices))
         if fields["role"] is Role.SHELL:
-            gpus = slurm_gpus or 0
+            count = granted or 0
         else:
-            if slurm_gpus is None:
+            if granted is None:
                 reader.derive("gpus_per_node", "visible_devices")
-            gpus = len(devices) if slurm_gpus is None else slurm_gpus
-        master_addr = reader.optional("master_addr", "MASTER_ADDR")
-        if master_addr is None:
-            master_addr = rank_zero_node(reader, fields["hostnames"], step=bool(step))
+            count = len(devices) if granted is None else granted
         return {
             **fields,
-            "source": self.source,
             "job_id": job_id,
-            "master_addr": master_addr,
-            "master_port": reader.port(
-                job_port(job_id),
-                hint="export MASTER_PORT as a free TCP port, or unset it to derive one from "
-                "the job id",
-            ),
-            "accelerator": Accelerator.GPU if gpus else Accelerator.CPU,
-            "gpus_per_node": gpus,
+            "accelerator": Accelerator.GPU if count else Accelerator.CPU,
+            "gpus_per_node": count,
             "visible_devices": devices,
-            "gpu_vendor": vendor if gpus else None,
+            "gpu_vendor": vendor if count else None,
             "cpus_per_rank": granted_cpus(reader),
         }
+
+    def main_address(self, reader: EnvReader, fields: Fields) -> str:
+        return rank_zero_node(reader, fields["hostnames"], step=fields["role"] is Role.RANK)
 
     def diagnose(
         self, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]
@@ -174,16 +163,6 @@ class SlurmDetector(Detector):
             f"MASTER_PORT={shorten(env.get('MASTER_PORT', ''))!r} is a common default; two jobs "
             "on one node will collide",
             "unset MASTER_PORT and clusterenv derives one from the job id",
-        )
-        warn(
-            ours
-            and spec.role is Role.BATCH
-            and "SLURM_NTASKS" in env
-            and spec.world_size != spec.num_nodes * spec.devices_per_node,
-            "uneven-batch",
-            f"the job's {spec.world_size} tasks are placed unevenly (SLURM_TASKS_PER_NODE="
-            f"{shorten(env.get('SLURM_TASKS_PER_NODE', ''))!r}), which Lightning cannot train on",
-            "--ntasks-per-node instead of --ntasks",
         )
         cpus, tres = env.get("SLURM_CPUS_PER_TASK"), env.get("SLURM_TRES_PER_TASK", "")
         tres_cpus = next((i for i in tres.split(",") if i.startswith(("cpu=", "cpu:"))), None)
