@@ -128,10 +128,35 @@ def test_roles_are_described_and_diagnosed(source: Source, launch: Launch) -> No
     assert detector in present(launch)
 
 
+@pytest.mark.parametrize(("source", "launch"), CASES, ids=IDS)
+def test_main_address_and_port_are_overridden(source: Source, launch: Launch) -> None:
+    """The documented promise, for every source: MASTER_ADDR and MASTER_PORT win."""
+    given = Launch({**launch, "MASTER_ADDR": "198.18.0.9", "MASTER_PORT": "21212"}, launch.files)
+    spec = explain_environment(given, gpu_probe=tuple, read_file=given.read_file).spec
+    assert (spec.master_addr, spec.master_port) == ("198.18.0.9", 21212)
+
+
+#: What the DeepSpeed launcher sets in each rank it starts (launcher/launch.py, 0.19.8).
+_DEEPSPEED = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_SIZE": "2"}
+_DEEPSPEED |= {"MASTER_ADDR": "198.18.0.9", "MASTER_PORT": "29500"}
+
+
+@pytest.mark.parametrize(("source", "launch"), CASES, ids=IDS)
+def test_a_launcher_started_in_a_job_script_owns_its_ranks(source: Source, launch: Launch) -> None:
+    """Precedence is derived, not declared: a rank that `deepspeed train.py` started from a
+    job script or allocation shell (a source's batch or shell role) is the launcher's."""
+    spec = explain_environment(launch, gpu_probe=tuple, read_file=launch.read_file).spec
+    if spec.role not in (Role.BATCH, Role.SHELL):
+        return
+    rank = Launch({**launch, **_DEEPSPEED}, launch.files)
+    inner = explain_environment(rank, gpu_probe=tuple, read_file=rank.read_file).spec
+    assert (inner.source, inner.global_rank, inner.world_size) == (Source.ENV, 1, 2)
+
+
 @pytest.mark.parametrize("detector", DETECTORS, ids=[d.source.value for d in DETECTORS])
 def test_hints_and_docs_page_exist(detector: Detector) -> None:
     hints = detector.hints
-    assert all((hints.num_nodes, hints.devices, hints.uneven, hints.gpus))
+    assert all((hints.num_nodes, hints.devices, hints.uneven, hints.gpus, hints.main))
     assert all((detector.name, detector.reason, detector.variables))
     page = ROOT / "docs" / "sources" / f"{detector.source.value}.md"
     assert page.is_file(), f"{page} documents the source"
