@@ -150,7 +150,12 @@ def slurm_env(
         env["SLURM_CPUS_PER_TASK"] = str(cpus_per_task)
     if step == "srun" or tasks_per_node is not None:  # given as an option, or srun's own
         env["SLURM_NTASKS"] = env["SLURM_NPROCS"] = str(sum(counts))
-    if step == "salloc":
+    typed = f"{gpu_type}:{gpus_per_node}" if gpu_type else str(gpus_per_node)
+    if step == "salloc":  # what was asked for; nothing is bound on the submit host
+        if gpus_per_node:
+            env["SLURM_GPUS_PER_NODE"] = typed
+        if gpus_per_task:
+            env["SLURM_GPUS_PER_TASK"] = str(gpus_per_task)
         return Launch(env)
     placement = _placement(counts, distribution == "cyclic")
     node, local = placement[procid]
@@ -168,7 +173,6 @@ def slurm_env(
     if step == "batch":
         env["SLURM_GTIDS"] = "0"  # the batch step is one task, whatever the job's layout
         if gpus_per_node:
-            typed = f"{gpu_type}:{gpus_per_node}" if gpu_type else str(gpus_per_node)
             env["SLURM_GPUS_PER_NODE"] = typed
             env["SLURM_GPUS_ON_NODE"] = str(gpus_per_node)
             env["SLURM_JOB_GPUS"] = ids(range(gpus_per_node))

@@ -11,7 +11,9 @@ from clusterenv import (
     InvalidVariableError,
     MissingVariableError,
     ResourceSpec,
+    Role,
     detect_environment,
+    explain_environment,
 )
 from clusterenv._diagnose import diagnose
 from clusterenv._rules import PORT_BASE, PORT_SPAN
@@ -330,3 +332,26 @@ def test_an_arbitrary_distribution_puts_the_main_address_on_task_0s_node() -> No
         detect_launch(Launch(env, {}))
     with pytest.raises(InconsistentEnvironmentError, match="'cn009' is not a node of the step"):
         detect_launch(Launch(env, {"/h": "cn009\n"}))
+
+
+def test_the_legacy_task_count_counts() -> None:
+    """SLURM_NPROCS, set beside SLURM_NTASKS by every release and alone in older dumps of real
+    sites: an allocation shell's tasks as placed, and a step with only the legacy names."""
+    shell = {"SLURM_JOB_ID": "7", "SLURM_JOB_NUM_NODES": "2", "SLURM_NODELIST": "n[1-2]"}
+    shell |= {"SLURM_TASKS_PER_NODE": "4(x2)", "SLURM_NPROCS": "8"}
+    spec = detect(shell)
+    assert (spec.role, spec.world_size, spec.devices_per_node) == (Role.SHELL, 8, 4)
+    step = {"SLURM_JOBID": "7", "SLURM_NNODES": "2", "SLURM_NODELIST": "n[1-2]"}
+    step |= {"SLURM_TASKS_PER_NODE": "4(x2)", "SLURM_NPROCS": "8", "SLURM_STEPID": "0"}
+    step |= {"SLURM_PROCID": "5", "SLURM_LOCALID": "1", "SLURM_NODEID": "1"}
+    spec = detect(step)
+    assert (spec.world_size, spec.global_rank, spec.node_rank, spec.master_addr) == (8, 5, 1, "n1")
+    assert explain_environment(step, gpu_probe=tuple).variables["world_size"] == ("SLURM_NPROCS",)
+
+
+@pytest.mark.parametrize(("options", "gpus"), [({"gpus_per_node": 4}, 4), ({}, 0)])
+def test_an_salloc_shell_keeps_the_gpus_it_was_given(options: dict[str, int], gpus: int) -> None:
+    """salloc --gpus-per-node=4 sets SLURM_GPUS_PER_NODE in its shell (never
+    SLURM_GPUS_ON_NODE: ../shared/notes/slurm-loopback.md); the builder keeps it."""
+    spec = detect(slurm_env(2, step="salloc", **options))
+    assert (spec.role, spec.gpus_per_node, spec.visible_devices) == (Role.SHELL, gpus, ())

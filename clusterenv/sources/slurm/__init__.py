@@ -42,6 +42,9 @@ _HINT = "Slurm sets this inside a job; run the script under sbatch, salloc or sr
 _STEP_HINT = "Slurm sets this in every srun task; launch the ranks with srun"
 #: An srun task: SLURM_STEPID is the old spelling, still set beside SLURM_STEP_ID.
 _STEP = ("SLURM_STEP_ID", "SLURM_STEPID")
+#: The task count: SLURM_NPROCS is the old name, set beside it by every release and alone
+#: in older dumps of real sites.
+_NTASKS = ("SLURM_NTASKS", "SLURM_NPROCS")
 
 
 class SlurmDetector(Detector):
@@ -138,7 +141,9 @@ class SlurmDetector(Detector):
             f"--ntasks-per-node={spec.gpus_per_node}",
         )
         warn(
-            "SLURM_NTASKS" in env and "SLURM_NTASKS_PER_NODE" not in env and spec.num_nodes > 1,
+            any(name in env for name in _NTASKS)
+            and "SLURM_NTASKS_PER_NODE" not in env
+            and spec.num_nodes > 1,
             "ntasks-without-per-node",
             "--ntasks without --ntasks-per-node: Slurm may spread tasks unevenly and "
             "Lightning's own SLURMEnvironment refuses the job",
@@ -196,7 +201,7 @@ class SlurmDetector(Detector):
             "num_nodes", "SLURM_STEP_NUM_NODES", "SLURM_NNODES", hint=_STEP_HINT, minimum=1
         )
         world_size = reader.integer(
-            "world_size", "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", hint=_STEP_HINT, minimum=1
+            "world_size", "SLURM_STEP_NUM_TASKS", *_NTASKS, hint=_STEP_HINT, minimum=1
         )
         node_rank = reader.integer("node_rank", "SLURM_NODEID", hint=_STEP_HINT)
         layout = self._layout(reader, "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE")
@@ -228,9 +233,8 @@ class SlurmDetector(Detector):
             layout = self._layout(reader, *het("SLURM_TASKS_PER_NODE"))
             # A het job's SLURM_NTASKS counts every component; its list is component 0's.
             component = layout.name.removeprefix("SLURM_TASKS_PER_NODE")
-            ntasks = (
-                f"SLURM_NTASKS{component}" if f"SLURM_NTASKS{component}" in reader.env else None
-            )
+            names = (f"SLURM_NTASKS{component}",) if component else _NTASKS
+            ntasks = next((name for name in names if name in reader.env), None)
             self._check_layout(reader, layout, num_nodes, ntasks)
         tasks_here = layout.on_node(0) if layout else 1
         gpus = slurm_gpus(reader, tasks_here)
