@@ -23,17 +23,16 @@ from clusterenv.exceptions import (
     LaunchMismatchError,
     MissingDependencyError,
     MissingVariableError,
-    ProbeError,
 )
 from clusterenv.hostlist import compress_hostlist, expand_hostlist, first_host
 
 if TYPE_CHECKING:
-    from clusterenv._probe import ProbeReport, probe
+    from clusterenv._probe import ProbeError, ProbeReport, probe
 
 __version__ = "0.1.0.dev0"
 
 #: Public names whose modules load on first use: name -> module.
-_LAZY = {"probe": "clusterenv._probe", "ProbeReport": "clusterenv._probe"}
+_LAZY = dict.fromkeys(("probe", "ProbeError", "ProbeReport"), "clusterenv._probe")
 
 
 def __getattr__(name: str) -> Any:

@@ -12,7 +12,7 @@ class Finding(BaseModel):
     """One thing that will break (or slow) a multi-node job, with a one-line fix.
 
     ``id`` is ``<source>.<what>`` for what one scheduler or launcher knows
-    (``slurm.ntasks-without-per-node``), ``<what>`` for what is true of every source; ids never change
+    (``slurm.job-name``), ``<what>`` for what is true of every source; ids never change
     meaning (`clusterenv inspect --json` publishes them).
     """
 

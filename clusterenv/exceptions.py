@@ -13,19 +13,16 @@ to do about it::
     ├── LaunchMismatchError            a framework's settings (Lightning's num_nodes,
     │                                  devices) contradict the launch
     ├── ProbeError                     `clusterenv probe`: the ranks cannot all reach rank 0,
-    │                                  or they disagree about the job
+    │                                  or they disagree about the job (``clusterenv.ProbeError``,
+    │                                  defined with the probe, which it carries the table of)
     └── MissingDependencyError         an optional package (Lightning) is not installed
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from clusterenv._safe import escape, redact_text
-
-if TYPE_CHECKING:
-    from clusterenv._probe import ProbeReport
 
 __all__ = [
     "ClusterEnvError",
@@ -35,7 +32,6 @@ __all__ = [
     "LaunchMismatchError",
     "MissingDependencyError",
     "MissingVariableError",
-    "ProbeError",
 ]
 
 
@@ -78,14 +74,3 @@ class MissingDependencyError(ClusterEnvError, ImportError):
 class LaunchMismatchError(ClusterEnvError):
     """A framework setting (Lightning's ``num_nodes``/``devices``) contradicts the launch:
     training would hang at the first collective instead of failing."""
-
-
-class ProbeError(ClusterEnvError):
-    """The ranks of the launch cannot all reach rank 0, or they disagree about the job.
-
-    ``report`` is rank 0's table of what it saw (``None`` on the other ranks).
-    """
-
-    def __init__(self, message: str, *, hint: str, report: ProbeReport | None = None) -> None:
-        super().__init__(message, hint=hint)
-        self.report = report

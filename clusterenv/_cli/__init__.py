@@ -27,10 +27,17 @@ from clusterenv._cli._report import inspect_report, live_report, redact_json
 from clusterenv._cli._run import run
 from clusterenv._gpu_probe import probe_gpus
 from clusterenv._machine import collect_machine
-from clusterenv._probe import DEFAULT_TIMEOUT, MAX_TIMEOUT, ProbeReport, probe, valid_timeout
+from clusterenv._probe import (
+    DEFAULT_TIMEOUT,
+    MAX_TIMEOUT,
+    ProbeError,
+    ProbeReport,
+    probe,
+    valid_timeout,
+)
 from clusterenv._safe import escape, redact_text
 from clusterenv._spec import Source
-from clusterenv.exceptions import ClusterEnvError, ProbeError
+from clusterenv.exceptions import ClusterEnvError
 
 __all__ = ["main", "read_env_file"]
 

@@ -46,15 +46,15 @@ from clusterenv._probe._network import (
     route,
 )
 from clusterenv._probe._protocol import Hello, Said, hello_proof, launch_key, new_nonce, said
-from clusterenv._probe._report import ProbeReport, probe_address
+from clusterenv._probe._report import ProbeError, ProbeReport, probe_address
 from clusterenv._probe._server import Rendezvous, serve
 from clusterenv._spec import ResourceSpec, Role
-from clusterenv.exceptions import ProbeError
 
 __all__ = [
     "DEFAULT_TIMEOUT",
     "MAX_RANKS",
     "MAX_TIMEOUT",
+    "ProbeError",
     "ProbeReport",
     "probe",
     "probe_port",

@@ -19,8 +19,8 @@ import sys
 from datetime import timedelta
 
 from clusterenv._frameworks import endpoint
+from clusterenv._probe._report import ProbeError
 from clusterenv._spec import ResourceSpec
-from clusterenv.exceptions import ProbeError
 
 __all__ = ["GRACE", "check_backend"]
 

@@ -21,7 +21,7 @@ from clusterenv._probe._protocol import (
     equal,
     verdict_proof,
 )
-from clusterenv.exceptions import ProbeError
+from clusterenv._probe._report import ProbeError
 
 __all__ = ["ask", "pause_s"]
 

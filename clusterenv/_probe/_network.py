@@ -11,8 +11,8 @@ import time
 from collections.abc import Mapping
 from typing import NamedTuple
 
+from clusterenv._probe._report import ProbeError
 from clusterenv._spec import ResourceSpec
-from clusterenv.exceptions import ProbeError
 
 __all__ = [
     "Address",

@@ -8,8 +8,9 @@ from typing import Any
 
 from clusterenv._frameworks import endpoint, listen_port
 from clusterenv._spec import ResourceSpec
+from clusterenv.exceptions import ClusterEnvError
 
-__all__ = ["SHOWN_ROWS", "ProbeReport", "probe_address"]
+__all__ = ["SHOWN_ROWS", "ProbeError", "ProbeReport", "probe_address"]
 
 #: Rows of the rank-0 table before it summarises by node (``--all`` shows every row).
 SHOWN_ROWS = 16
@@ -84,3 +85,14 @@ class ProbeReport:
 def probe_address(spec: ResourceSpec) -> str:
     """Where the probe's rank 0 listens, as ``host:port``."""
     return endpoint(spec.master_addr, listen_port(spec))
+
+
+class ProbeError(ClusterEnvError):
+    """The ranks of the launch cannot all reach rank 0, or they disagree about the job.
+
+    ``report`` is rank 0's table of what it saw (``None`` on the other ranks).
+    """
+
+    def __init__(self, message: str, *, hint: str, report: ProbeReport | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.report = report

@@ -152,11 +152,7 @@ def slurm_env(
         env["SLURM_NTASKS"] = env["SLURM_NPROCS"] = str(sum(counts))
     typed = f"{gpu_type}:{gpus_per_node}" if gpu_type else str(gpus_per_node)
     if step == "salloc":  # what was asked for; nothing is bound on the submit host
-        if gpus_per_node:
-            env["SLURM_GPUS_PER_NODE"] = typed
-        if gpus_per_task:
-            env["SLURM_GPUS_PER_TASK"] = str(gpus_per_task)
-        return Launch(env)
+        return Launch(env | _asked_gpus(typed if gpus_per_node else None, gpus_per_task))
     placement = _placement(counts, distribution == "cyclic")
     node, local = placement[procid]
     env |= {
@@ -245,6 +241,12 @@ _VENDOR_VARIABLES = {
 def _visible(devices: str, vendor: str | None) -> dict[str, str]:
     names = _VENDOR_VARIABLES[vendor] if vendor else sum(_VENDOR_VARIABLES.values(), ())
     return dict.fromkeys(names, devices)
+
+
+def _asked_gpus(per_node: str | None, per_task: int | None) -> dict[str, str]:
+    """What salloc sets of --gpus-per-node (``TYPE:N`` or ``N``) and --gpus-per-task."""
+    asked = {"SLURM_GPUS_PER_NODE": per_node, "SLURM_GPUS_PER_TASK": per_task}
+    return {name: str(value) for name, value in asked.items() if value}
 
 
 def _step_gpus(

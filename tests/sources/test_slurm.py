@@ -349,9 +349,9 @@ def test_the_legacy_task_count_counts() -> None:
     assert explain_environment(step, gpu_probe=tuple).variables["world_size"] == ("SLURM_NPROCS",)
 
 
-@pytest.mark.parametrize(("options", "gpus"), [({"gpus_per_node": 4}, 4), ({}, 0)])
-def test_an_salloc_shell_keeps_the_gpus_it_was_given(options: dict[str, int], gpus: int) -> None:
+@pytest.mark.parametrize("gpus", [4, None])
+def test_an_salloc_shell_keeps_the_gpus_it_was_given(gpus: int | None) -> None:
     """salloc --gpus-per-node=4 sets SLURM_GPUS_PER_NODE in its shell (never
     SLURM_GPUS_ON_NODE: ../shared/notes/slurm-loopback.md); the builder keeps it."""
-    spec = detect(slurm_env(2, step="salloc", **options))
-    assert (spec.role, spec.gpus_per_node, spec.visible_devices) == (Role.SHELL, gpus, ())
+    spec = detect(slurm_env(2, step="salloc", gpus_per_node=gpus))
+    assert (spec.role, spec.gpus_per_node, spec.visible_devices) == (Role.SHELL, gpus or 0, ())
