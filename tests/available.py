@@ -12,6 +12,9 @@ import pytest
 __all__ = ["IN_CI", "require_modules", "unavailable"]
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
+#: The limit on a subprocess of a test: a guard against a hang, never a speed check (a loaded
+#: 2-core machine takes seconds to import Lightning).
+HANG_GUARD_S = 300
 
 
 def unavailable(reason: str) -> NoReturn:

@@ -16,7 +16,7 @@ import pytest
 from clusterenv import __version__, detect_environment
 from clusterenv._cli import main, read_env_file
 from clusterenv.testing import env_launch, kubeflow_env, mpich_env
-from tests.available import require_modules
+from tests.available import HANG_GUARD_S, require_modules
 from tests.envs import batch_step, salloc_shell, srun_task, torchrun_worker
 
 
@@ -151,7 +151,7 @@ def test_colour_only_on_a_terminal_without_no_color(
         [sys.executable, "-m", "clusterenv", "inspect", "--env-file", str(path)],
         stdout=follower,
         env=env,
-        timeout=60,
+        timeout=HANG_GUARD_S,
     )
     os.close(follower)
     chunks = []
@@ -357,7 +357,7 @@ def test_an_interrupted_probe_ends_in_one_line(signum: int) -> None:
         signal.signal(signal.SIGINT, previous)
     _wait_for_sigterm_handler(waiting.pid)  # the probe runs: rank 1 waits for rank 0
     waiting.send_signal(signum)
-    _, stderr = waiting.communicate(timeout=30)
+    _, stderr = waiting.communicate(timeout=HANG_GUARD_S)
     assert waiting.returncode == 130, stderr
     assert stderr.strip() == "clusterenv: interrupted"
 

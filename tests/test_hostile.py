@@ -33,6 +33,7 @@ from clusterenv.testing import (
     slurm_env,
     torchrun_env,
 )
+from tests.available import HANG_GUARD_S
 from tests.envs import detect, examples
 
 pytestmark = pytest.mark.timeout(5)
@@ -48,7 +49,7 @@ def cli(args: list[str], stdin: str | bytes = b"") -> subprocess.CompletedProces
         [sys.executable, "-m", "clusterenv", *args],
         input=data,
         capture_output=True,
-        timeout=10,
+        timeout=HANG_GUARD_S,
         env={"PATH": os.environ["PATH"], "CUDA_VISIBLE_DEVICES": ""},
     )
 
@@ -307,7 +308,7 @@ def test_a_closed_pipe_is_not_an_error() -> None:
         f"{sys.executable} -m clusterenv inspect --json | head -c 10",
         shell=True,
         capture_output=True,
-        timeout=10,
+        timeout=HANG_GUARD_S,
     )
     assert b"Traceback" not in result.stderr
 

@@ -234,14 +234,20 @@ def test_multi_node_mpi_without_master_addr_says_what_to_export(tmp_path: Path) 
 
 @pytest.mark.slurm
 def test_inspect_json_in_every_task(tmp_path: Path, slurm_cluster: Slurm) -> None:
-    """`srun -N2 -n4 clusterenv inspect --json`: four consistent documents, one per task."""
+    """`srun -N2 -n4 clusterenv inspect --json`: four consistent documents, one per task,
+    whose main address is task 0's node, wherever Slurm placed the step (its own
+    SLURM_STEP_NODELIST is the truth, never a node name typed here)."""
     command = "srun -N2 -n4 -o {out}/%t.json {python} -m clusterenv inspect --json"
     paths = sorted(launch_files(command, tmp_path, slurm=slurm_cluster))
     reports = [json.loads(path.read_text()) for path in paths]
     specs = [report["spec"] for report in reports]
     assert sorted(spec["global_rank"] for spec in specs) == [0, 1, 2, 3]
+    nodelist = {o["variable"]: o["value"] for o in reports[0]["origins"]["hostnames"]}
+    nodes = scontrol_hostnames(nodelist["SLURM_STEP_NODELIST"], slurm_cluster)
+    assert nodes, "Slurm expands the step's own node list"
+    first = nodes[0]
     assert {(spec["world_size"], spec["master_addr"], spec["master_port"]) for spec in specs} == {
-        (4, "cn001", specs[0]["master_port"])
+        (4, first, specs[0]["master_port"])
     }
     versions = {report["machine"]["launchers"].get("slurm") for report in reports}
     assert versions == {slurm_version(slurm_cluster)}, "inspect names the running Slurm"
