@@ -19,7 +19,7 @@ from clusterenv._diagnose import diagnose
 from clusterenv._rules import PORT_BASE, PORT_SPAN
 from clusterenv.sources.slurm import parse_gpu_count
 from clusterenv.testing import Launch, slurm_env
-from tests.envs import batch_step, salloc_shell, srun_task
+from tests.envs import batch_step, salloc_shell, srun_task, torchrun_worker
 from tests.envs import detect as detect_launch
 
 
@@ -355,3 +355,16 @@ def test_an_salloc_shell_keeps_the_gpus_it_was_given(gpus: int | None) -> None:
     SLURM_GPUS_ON_NODE: ../shared/notes/slurm-loopback.md); the builder keeps it."""
     spec = detect(slurm_env(2, step="salloc", gpus_per_node=gpus))
     assert (spec.role, spec.gpus_per_node, spec.visible_devices) == (Role.SHELL, gpus or 0, ())
+
+
+@pytest.mark.parametrize(("tasks_per_node", "doubled"), [(1, False), (2, True)])
+def test_a_double_launch_is_more_than_one_launcher_per_node(
+    tasks_per_node: int, doubled: bool
+) -> None:
+    """`srun -N2 --ntasks-per-node=1 torchrun --nproc-per-node=2` is the recommended launch
+    (one torchrun per node, as Intel MPI's hydra starts one proxy per node through srun);
+    with two tasks per node every task starts its own torchrun."""
+    task = slurm_env(2, tasks_per_node, procid=tasks_per_node)  # node 1's first task
+    env = task | torchrun_worker(3, nproc_per_node=2, nnodes=2, master_addr="cn001")
+    ids = {finding.id for finding in diagnose(detect(env), env)}
+    assert ("slurm.double-launch" in ids) is doubled

@@ -27,7 +27,7 @@ from clusterenv._finding import Finding
 from clusterenv._reader import EnvReader, parse_integer
 from clusterenv._safe import shorten
 from clusterenv._spec import Accelerator, ResourceSpec, Role, Source
-from clusterenv.exceptions import HostlistError, InconsistentEnvironmentError
+from clusterenv.exceptions import ClusterEnvError, HostlistError, InconsistentEnvironmentError
 from clusterenv.hostlist import count_hosts, expand_hostlist
 from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Roles
 from clusterenv.sources.slurm._placement import rank_zero_node
@@ -156,10 +156,11 @@ class SlurmDetector(Detector):
             not ours
             and spec.role is Role.RANK
             and self.runs_task(env)
-            and step_tasks not in ("", "1"),
+            and _tasks_on_this_node(env) > 1,
             "double-launch",
             f"{launcher} runs inside an srun step with SLURM_STEP_TASKS_PER_NODE="
-            f"{shorten(step_tasks)!r}: every task starts its own {launcher} (a double launch)",
+            f"{shorten(step_tasks)!r}: every task of this node starts its own {launcher} (a "
+            "double launch)",
             "srun --ntasks-per-node=1",
         )
         warn(
@@ -313,6 +314,17 @@ class SlurmDetector(Detector):
                 hint="Slurm sets these together for one step; do not set them by hand",
             )
         return tuple(expand_hostlist(nodelist))
+
+
+def _tasks_on_this_node(env: Mapping[str, str]) -> int:
+    """How many tasks of the step run on this task's node; 0 where Slurm does not say. One
+    launcher per node (``srun --ntasks-per-node=1 torchrun``, hydra's proxies) is right."""
+    try:
+        layout = TaskLayout("SLURM_STEP_TASKS_PER_NODE", env["SLURM_STEP_TASKS_PER_NODE"])
+        node = parse_integer("SLURM_NODEID", env["SLURM_NODEID"], hint=_STEP_HINT)
+    except (KeyError, ClusterEnvError):
+        return 0
+    return layout.on_node(node) if node < layout.num_nodes else 0
 
 
 DETECTOR = SlurmDetector()
