@@ -10,7 +10,6 @@ import argparse
 import contextlib
 import errno
 import json
-import math
 import os
 import signal
 import sys
@@ -22,19 +21,13 @@ from typing import Any, NoReturn
 from clusterenv import __version__
 from clusterenv._cli._env import FORMATS, env_text
 from clusterenv._cli._envfile import EnvFile, Usage, capture, read_env_file
+from clusterenv._cli._probe import probe_command, timeout_option
 from clusterenv._cli._render import markdown, text
-from clusterenv._cli._report import inspect_report, live_report, redact_json
+from clusterenv._cli._report import inspect_report, live_report
 from clusterenv._cli._run import run
 from clusterenv._gpu_probe import probe_gpus
 from clusterenv._machine import collect_machine
-from clusterenv._probe import (
-    DEFAULT_TIMEOUT,
-    MAX_TIMEOUT,
-    ProbeError,
-    ProbeReport,
-    probe,
-    valid_timeout,
-)
+from clusterenv._probe import DEFAULT_TIMEOUT
 from clusterenv._safe import escape, redact_text
 from clusterenv._spec import Source
 from clusterenv.exceptions import ClusterEnvError
@@ -63,42 +56,6 @@ FIELDS = f"""fields:
                     this process's CPU affinity (a DataLoader's num_workers + 1)
 
 exit status: 0 ok (also with warnings), 1 warnings with --strict, 2 error"""
-
-
-def _timeout(text: str) -> float:
-    """``--timeout``: what :func:`~clusterenv._probe.valid_timeout` accepts."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not valid_timeout(value):
-        raise argparse.ArgumentTypeError(
-            f"{escape(text)!r} is not a finite number of seconds above 0 and at most "
-            f"{MAX_TIMEOUT:.0f}"
-        )
-    return value
-
-
-def _probe(timeout: float, backend: str | None, every_row: bool, as_json: bool) -> int:
-    try:
-        result = probe(timeout=timeout, backend=backend)
-    except ProbeError as error:
-        if error.report is not None:  # rank 0: the table first, then the verdict
-            _show(error.report, every_row, as_json)
-        raise
-    if result.rows:
-        _show(result, every_row, as_json)
-        if backend and not as_json:
-            spec = result.spec
-            print(f"{backend}: init_process_group and all_reduce over {spec.world_size} ranks OK")
-    return 0
-
-
-def _show(result: ProbeReport, every_row: bool, as_json: bool) -> None:
-    if as_json:
-        print(json.dumps(redact_json(result.to_json()), indent=2))
-    else:
-        print(escape(redact_text(result.table(every_row=every_row))))
 
 
 class _Parser(argparse.ArgumentParser):
@@ -169,7 +126,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     probe.add_argument(
         "--timeout",
-        type=_timeout,
+        type=timeout_option,
         default=DEFAULT_TIMEOUT,
         metavar="S",
         help=f"give up after S seconds (default {DEFAULT_TIMEOUT:g})",
@@ -316,7 +273,7 @@ def _main(args: argparse.Namespace) -> int:
     if sys.stdout is None and args.command != "run":
         raise Usage("standard output is closed; nothing could be shown")
     if args.command == "probe":
-        return _probe(args.timeout, args.backend, args.all, args.json)
+        return probe_command(args.timeout, args.backend, args.all, args.json)
     if args.command == "run":
         return run(args.module, args.target)
     if args.command == "env":

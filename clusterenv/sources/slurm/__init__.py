@@ -27,24 +27,20 @@ from clusterenv._finding import Finding
 from clusterenv._reader import EnvReader, parse_integer
 from clusterenv._safe import shorten
 from clusterenv._spec import Accelerator, ResourceSpec, Role, Source
-from clusterenv.exceptions import ClusterEnvError, HostlistError, InconsistentEnvironmentError
+from clusterenv.exceptions import HostlistError, InconsistentEnvironmentError
 from clusterenv.hostlist import count_hosts, expand_hostlist
 from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Roles
+from clusterenv.sources.slurm._findings import NTASKS, slurm_findings
 from clusterenv.sources.slurm._placement import rank_zero_node
 from clusterenv.sources.slurm._resources import granted_cpus, slurm_gpus
 from clusterenv.sources.slurm._values import TaskLayout, at_most, het, parse_gpu_count
 
 __all__ = ["DETECTOR", "SlurmDetector", "TaskLayout", "parse_gpu_count"]
 
-# Ports that many scripts hard-code: two jobs sharing a node then collide.
-_COMMON_PORTS = frozenset({12910, 29500, 1234, 12345})
 _HINT = "Slurm sets this inside a job; run the script under sbatch, salloc or srun"
 _STEP_HINT = "Slurm sets this in every srun task; launch the ranks with srun"
 #: An srun task: SLURM_STEPID is the old spelling, still set beside SLURM_STEP_ID.
 _STEP = ("SLURM_STEP_ID", "SLURM_STEPID")
-#: The task count: SLURM_NPROCS is the old name, set beside it by every release and alone
-#: in older dumps of real sites.
-_NTASKS = ("SLURM_NTASKS", "SLURM_NPROCS")
 
 
 class SlurmDetector(Detector):
@@ -123,78 +119,7 @@ class SlurmDetector(Detector):
     def diagnose(
         self, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]
     ) -> list[Finding]:
-        ours = spec.source is self.source
-        found = []
-
-        def warn(condition: bool, what: str, message: str, fix: str) -> None:
-            if condition:
-                found.append(Finding(id=f"slurm.{what}", message=message, fix=fix))
-
-        warn(
-            ours
-            and spec.role is Role.RANK
-            and spec.gpus_per_node > 0
-            and spec.devices_per_node != spec.gpus_per_node,
-            "tasks-not-gpus",
-            f"{spec.devices_per_node} tasks on this node but {spec.gpus_per_node} GPUs: "
-            "Lightning expects one task per GPU",
-            f"--ntasks-per-node={spec.gpus_per_node}",
-        )
-        warn(
-            any(name in env for name in _NTASKS)
-            and "SLURM_NTASKS_PER_NODE" not in env
-            and spec.num_nodes > 1,
-            "ntasks-without-per-node",
-            "--ntasks without --ntasks-per-node: Slurm may spread tasks unevenly and "
-            "Lightning's own SLURMEnvironment refuses the job",
-            "use --ntasks-per-node",
-        )
-        step_tasks = env.get("SLURM_STEP_TASKS_PER_NODE", "")
-        inner = next((d for d in present if d.source is spec.source), None)
-        launcher = inner.launcher if inner and inner.launcher else spec.source.value
-        warn(
-            not ours
-            and spec.role is Role.RANK
-            and self.runs_task(env)
-            and _tasks_on_this_node(env) > 1,
-            "double-launch",
-            f"{launcher} runs inside an srun step with SLURM_STEP_TASKS_PER_NODE="
-            f"{shorten(step_tasks)!r}: every task of this node starts its own {launcher} (a "
-            "double launch)",
-            "srun --ntasks-per-node=1",
-        )
-        warn(
-            spec.master_port in _COMMON_PORTS and "MASTER_PORT" in env,
-            "common-port",
-            f"MASTER_PORT={shorten(env.get('MASTER_PORT', ''))!r} is a common default; two jobs "
-            "on one node will collide",
-            "unset MASTER_PORT and clusterenv derives one from the job id",
-        )
-        cpus, tres = env.get("SLURM_CPUS_PER_TASK"), env.get("SLURM_TRES_PER_TASK", "")
-        tres_cpus = next((i for i in tres.split(",") if i.startswith(("cpu=", "cpu:"))), None)
-        warn(
-            cpus is not None and tres_cpus is not None and tres_cpus[4:] != cpus.strip(),
-            "cpus-per-task-clash",
-            f"SLURM_CPUS_PER_TASK={shorten(cpus or '')!r} contradicts SLURM_TRES_PER_TASK="
-            f"{shorten(tres)!r}: srun (23.11+) then stops with 'cpus_per_task set by two "
-            "different environment variables'",
-            "pass --cpus-per-task to srun, or do not export SLURM_CPUS_PER_TASK by hand",
-        )
-        warn(
-            "SLURM_JOB_NODELIST" not in env and "SLURM_JOB_NODELIST_HET_GROUP_0" in env,
-            "het-component-0",
-            "a heterogeneous job: this describes its component 0, what a plain srun starts",
-            "srun --het-group=N for another component",
-        )
-        job_name = env.get("SLURM_JOB_NAME")
-        warn(
-            job_name in ("bash", "interactive") and spec.role is Role.RANK and spec.world_size > 1,
-            "job-name",
-            f"SLURM_JOB_NAME={job_name!r}: Lightning's own SLURM detection then treats every "
-            "task as rank 0",
-            "pass clusterenv's cluster environment to the Trainer, or name the job (--job-name)",
-        )
-        return found
+        return slurm_findings(self, spec, env, present)
 
     def _step(self, reader: EnvReader) -> tuple[Fields, int | None]:
         """One task of an srun step: the step's geometry, this task's ranks."""
@@ -202,7 +127,7 @@ class SlurmDetector(Detector):
             "num_nodes", "SLURM_STEP_NUM_NODES", "SLURM_NNODES", hint=_STEP_HINT, minimum=1
         )
         world_size = reader.integer(
-            "world_size", "SLURM_STEP_NUM_TASKS", *_NTASKS, hint=_STEP_HINT, minimum=1
+            "world_size", "SLURM_STEP_NUM_TASKS", *NTASKS, hint=_STEP_HINT, minimum=1
         )
         node_rank = reader.integer("node_rank", "SLURM_NODEID", hint=_STEP_HINT)
         layout = self._layout(reader, "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE")
@@ -234,7 +159,7 @@ class SlurmDetector(Detector):
             layout = self._layout(reader, *het("SLURM_TASKS_PER_NODE"))
             # A het job's SLURM_NTASKS counts every component; its list is component 0's.
             component = layout.name.removeprefix("SLURM_TASKS_PER_NODE")
-            names = (f"SLURM_NTASKS{component}",) if component else _NTASKS
+            names = (f"SLURM_NTASKS{component}",) if component else NTASKS
             ntasks = next((name for name in names if name in reader.env), None)
             self._check_layout(reader, layout, num_nodes, ntasks)
         tasks_here = layout.on_node(0) if layout else 1
@@ -314,17 +239,6 @@ class SlurmDetector(Detector):
                 hint="Slurm sets these together for one step; do not set them by hand",
             )
         return tuple(expand_hostlist(nodelist))
-
-
-def _tasks_on_this_node(env: Mapping[str, str]) -> int:
-    """How many tasks of the step run on this task's node; 0 where Slurm does not say. One
-    launcher per node (``srun --ntasks-per-node=1 torchrun``, hydra's proxies) is right."""
-    try:
-        layout = TaskLayout("SLURM_STEP_TASKS_PER_NODE", env["SLURM_STEP_TASKS_PER_NODE"])
-        node = parse_integer("SLURM_NODEID", env["SLURM_NODEID"], hint=_STEP_HINT)
-    except (KeyError, ClusterEnvError):
-        return 0
-    return layout.on_node(node) if node < layout.num_nodes else 0
 
 
 DETECTOR = SlurmDetector()

@@ -1,0 +1,113 @@
+"""What Slurm knows breaks a multi-node job: its findings, each with the fix."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from clusterenv._finding import Finding
+from clusterenv._reader import parse_integer
+from clusterenv._safe import shorten
+from clusterenv._spec import ResourceSpec, Role
+from clusterenv.exceptions import ClusterEnvError
+from clusterenv.sources._detector import Detector
+from clusterenv.sources.slurm._values import TaskLayout
+
+__all__ = ["NTASKS", "slurm_findings"]
+
+# Ports that many scripts hard-code: two jobs sharing a node then collide.
+_COMMON_PORTS = frozenset({12910, 29500, 1234, 12345})
+#: The task count: SLURM_NPROCS is the old name, set beside it by every release and alone
+#: in older dumps of real sites.
+NTASKS = ("SLURM_NTASKS", "SLURM_NPROCS")
+
+
+def slurm_findings(
+    slurm: Detector, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]
+) -> list[Finding]:
+    """What Slurm knows breaks a job: ``spec`` detected from ``env``, by Slurm or by a
+    launcher inside one of its tasks (``present``: the sources of ``env``)."""
+    ours = spec.source is slurm.source
+    found = []
+
+    def warn(condition: bool, what: str, message: str, fix: str) -> None:
+        if condition:
+            found.append(Finding(id=f"slurm.{what}", message=message, fix=fix))
+
+    warn(
+        ours
+        and spec.role is Role.RANK
+        and spec.gpus_per_node > 0
+        and spec.devices_per_node != spec.gpus_per_node,
+        "tasks-not-gpus",
+        f"{spec.devices_per_node} tasks on this node but {spec.gpus_per_node} GPUs: "
+        "Lightning expects one task per GPU",
+        f"--ntasks-per-node={spec.gpus_per_node}",
+    )
+    warn(
+        any(name in env for name in NTASKS)
+        and "SLURM_NTASKS_PER_NODE" not in env
+        and spec.num_nodes > 1,
+        "ntasks-without-per-node",
+        "--ntasks without --ntasks-per-node: Slurm may spread tasks unevenly and "
+        "Lightning's own SLURMEnvironment refuses the job",
+        "use --ntasks-per-node",
+    )
+    step_tasks = env.get("SLURM_STEP_TASKS_PER_NODE", "")
+    inner = next((d for d in present if d.source is spec.source), None)
+    launcher = inner.launcher if inner and inner.launcher else spec.source.value
+    warn(
+        not ours
+        and spec.role is Role.RANK
+        and slurm.runs_task(env)
+        and _tasks_on_this_node(env) > 1,
+        "double-launch",
+        f"{launcher} runs inside an srun step with SLURM_STEP_TASKS_PER_NODE="
+        f"{shorten(step_tasks)!r}: every task of this node starts its own {launcher} (a "
+        "double launch)",
+        "srun --ntasks-per-node=1",
+    )
+    warn(
+        spec.master_port in _COMMON_PORTS and "MASTER_PORT" in env,
+        "common-port",
+        f"MASTER_PORT={shorten(env.get('MASTER_PORT', ''))!r} is a common default; two jobs "
+        "on one node will collide",
+        "unset MASTER_PORT and clusterenv derives one from the job id",
+    )
+    cpus, tres = env.get("SLURM_CPUS_PER_TASK"), env.get("SLURM_TRES_PER_TASK", "")
+    tres_cpus = next((i for i in tres.split(",") if i.startswith(("cpu=", "cpu:"))), None)
+    warn(
+        cpus is not None and tres_cpus is not None and tres_cpus[4:] != cpus.strip(),
+        "cpus-per-task-clash",
+        f"SLURM_CPUS_PER_TASK={shorten(cpus or '')!r} contradicts SLURM_TRES_PER_TASK="
+        f"{shorten(tres)!r}: srun (23.11+) then stops with 'cpus_per_task set by two "
+        "different environment variables'",
+        "pass --cpus-per-task to srun, or do not export SLURM_CPUS_PER_TASK by hand",
+    )
+    warn(
+        "SLURM_JOB_NODELIST" not in env and "SLURM_JOB_NODELIST_HET_GROUP_0" in env,
+        "het-component-0",
+        "a heterogeneous job: this describes its component 0, what a plain srun starts",
+        "srun --het-group=N for another component",
+    )
+    job_name = env.get("SLURM_JOB_NAME")
+    warn(
+        job_name in ("bash", "interactive") and spec.role is Role.RANK and spec.world_size > 1,
+        "job-name",
+        f"SLURM_JOB_NAME={job_name!r}: Lightning's own SLURM detection then treats every "
+        "task as rank 0",
+        "pass clusterenv's cluster environment to the Trainer, or name the job (--job-name)",
+    )
+    return found
+
+
+def _tasks_on_this_node(env: Mapping[str, str]) -> int:
+    """How many tasks of the step run on this task's node; 0 where Slurm does not say. One
+    launcher per node (``srun --ntasks-per-node=1 torchrun``, hydra's proxies) is right."""
+    try:
+        layout = TaskLayout("SLURM_STEP_TASKS_PER_NODE", env["SLURM_STEP_TASKS_PER_NODE"])
+        node = parse_integer(
+            "SLURM_NODEID", env["SLURM_NODEID"], hint="Slurm sets this in every srun task"
+        )
+    except (KeyError, ClusterEnvError):
+        return 0
+    return layout.on_node(node) if node < layout.num_nodes else 0
