@@ -129,8 +129,8 @@ class HostFile:
         return "a host name and its slot count" if self.counted else "one host name (per slot)"
 
     def _count(self, words: list[str]) -> int | None:
-        if not self.counted:
-            return 1
+        if not self.counted:  # the host name alone: a second word is another file's text
+            return 1 if len(words) == 1 else None
         if len(words) < 2 or not words[1].isdigit() or len(words[1]) > MAX_DIGITS:
             return None
         return int(words[1])

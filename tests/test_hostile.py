@@ -372,3 +372,13 @@ def test_a_nul_in_a_host_file_path_names_the_variable() -> None:
 def test_slurm_env_refuses_a_job_id_slurm_never_writes() -> None:
     with pytest.raises(ClusterEnvError, match="job_id='abc' is not a Slurm job id"):
         slurm_env(job_id="abc")
+
+
+def test_a_slot_line_is_a_host_name_alone(tmp_path: Path) -> None:
+    """PBS's and LSF's host files list one host per line: a line of another file's text
+    (``HOME=/root``, ``node01 secret``) is refused, never cut to its first word."""
+    nodefile = tmp_path / "nodefile"
+    nodefile.write_text("node01\nnode01 secret-token\n")
+    with pytest.raises(ClusterEnvError, match="line 2 is not one host name") as raised:
+        detect_environment({"PBS_JOBID": "1", "PBS_NODEFILE": str(nodefile)}, gpu_probe=tuple)
+    assert "secret-token" not in str(raised.value)
