@@ -13,6 +13,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from clusterenv._detect import Detection, detect_environment, explain_environment
+from clusterenv._launch import Hints, LaunchFacts
 from clusterenv._rank_zero import is_rank_zero, rank_zero_only, rank_zero_print
 from clusterenv._spec import Accelerator, GpuInventory, GpuVendor, ResourceSpec, Role, Source
 from clusterenv.exceptions import (
@@ -54,9 +55,11 @@ __all__ = [
     "Detection",
     "GpuInventory",
     "GpuVendor",
+    "Hints",
     "HostlistError",
     "InconsistentEnvironmentError",
     "InvalidVariableError",
+    "LaunchFacts",
     "LaunchMismatchError",
     "MissingDependencyError",
     "MissingVariableError",

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from clusterenv._cpu import CpuProbe, probe_cpus
 from clusterenv._gpu import Gpus
 from clusterenv._gpu_probe import probe_gpus
+from clusterenv._launch import LaunchFacts
 from clusterenv._reader import MAX_VALUE_LENGTH, EnvReader, FileReader, GpuProbe, read_text_file
 from clusterenv._rules import MAIN_ADDR_TEMPLATE, complete
 from clusterenv._safe import shorten
@@ -21,7 +22,7 @@ from clusterenv.exceptions import (
     InconsistentEnvironmentError,
     InvalidVariableError,
 )
-from clusterenv.sources import DETECTORS, Detector, present, read_by_a_source
+from clusterenv.sources import DETECTORS, Detector, detector_for, present, read_by_a_source
 
 __all__ = [
     "FORCE_VARIABLE",
@@ -30,6 +31,7 @@ __all__ = [
     "detect_environment",
     "explain_environment",
     "host_files",
+    "launch_facts",
 ]
 
 #: Names a source to use regardless of what else is set; ``local`` ignores every scheduler.
@@ -67,13 +69,15 @@ def _check_lengths(env: Mapping[str, str]) -> None:
 class Detection:
     """A spec with its provenance: why the source was chosen, which variables gave each
     field (``variables``: their names; ``origins``: ``NAME='value', ...`` for messages),
-    and what the process is in words (``the srun step of job 42``)."""
+    what the process is in words (``the srun step of job 42``), and what an adapter needs
+    to know of its launch (``launch``: the launcher command, who holds the main port)."""
 
     spec: ResourceSpec
     reason: str
     origins: dict[str, str]
     variables: dict[str, tuple[str, ...]]
     description: str
+    launch: LaunchFacts
 
 
 def detect_environment(
@@ -112,7 +116,14 @@ def explain_environment(
     forced = reader.env.get(FORCE_VARIABLE, "").strip()
     reason = f"{FORCE_VARIABLE}={shorten(forced)!r}" if forced else detector.reason
     origins = {field: reader.describe(field) for field in reader.origins}
-    return Detection(spec, reason, origins, dict(reader.origins), detector.describe(spec))
+    launch = detector.facts(spec)
+    return Detection(spec, reason, origins, dict(reader.origins), launch.description, launch)
+
+
+def launch_facts(spec: ResourceSpec) -> LaunchFacts:
+    """What an adapter needs to know of ``spec``'s launch beyond the spec (as
+    :attr:`Detection.launch`), for a spec detected earlier or built by hand."""
+    return detector_for(spec.source).facts(spec)
 
 
 def host_files(env: Mapping[str, str], read_file: FileReader = read_text_file) -> dict[str, str]:

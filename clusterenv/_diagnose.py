@@ -9,26 +9,27 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 
+from clusterenv._detect import launch_facts
 from clusterenv._finding import Finding
 from clusterenv._frameworks import launcher_for, torchrun_arguments
 from clusterenv._gpu import VENDOR_VARIABLES
 from clusterenv._safe import shorten
 from clusterenv._spec import GpuVendor, ResourceSpec, Role
-from clusterenv.sources import detector_for, present
+from clusterenv.sources import findings
 
 __all__ = ["diagnose"]
 
 
 def diagnose(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
     """The warnings for ``spec`` detected from ``env``; empty when all is well."""
-    detector = detector_for(spec.source)
+    launch = launch_facts(spec)
     found = []
     if spec.role is Role.BATCH:
         launcher = launcher_for(spec)
         found.append(
             Finding(
                 id="batch-step",
-                message=f"this is {detector.describe(spec)}: one process, not the ranks",
+                message=f"this is {launch.description}: one process, not the ranks",
                 fix=f"start them with `{launcher} python train.py` (or `{launcher} clusterenv "
                 "inspect`)",
             )
@@ -38,7 +39,7 @@ def diagnose(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
         found.append(
             Finding(
                 id="node-process",
-                message=f"this is {detector.describe(spec)}: one process for this node's "
+                message=f"this is {launch.description}: one process for this node's "
                 f"{spec.devices_per_node} ranks",
                 fix=f"start them with `{torchrun} train.py`, or let Lightning "
                 "start them (`clusterenv run train.py`)",
@@ -48,7 +49,7 @@ def diagnose(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
         found.append(
             Finding(
                 id="submit-shell",
-                message=f"this is {detector.describe(spec)}, on the submit host outside the "
+                message=f"this is {launch.description}, on the submit host outside the "
                 "allocation's nodes",
                 fix=f"run `{launcher_for(spec)} clusterenv inspect` to see what each task gets",
             )
@@ -59,7 +60,7 @@ def diagnose(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
                 id="uneven-slots",
                 message=f"{spec.world_size} slots over {spec.num_nodes} nodes is not the same "
                 "number on every node, which Lightning needs",
-                fix=detector.hints.uneven,
+                fix=launch.hints.uneven,
             )
         )
     if spec.gpus_per_node and not spec.visible_devices and spec.role is not Role.SHELL:
@@ -74,8 +75,4 @@ def diagnose(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
                 fix=f"do not set {name} in the job script",
             )
         )
-    around = present(env)
-    hooks = [detector, *(other for other in around if other is not detector)]
-    for hook in hooks:
-        found += hook.diagnose(spec, env, around)
-    return found
+    return found + findings(spec, env)

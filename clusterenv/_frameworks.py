@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from clusterenv._detect import launch_facts
 from clusterenv._gpu import VENDOR_VARIABLES
 from clusterenv._safe import shorten
 from clusterenv._spec import Accelerator, ResourceSpec, Role
 from clusterenv.exceptions import ClusterEnvError, InconsistentEnvironmentError
-from clusterenv.sources import detector_for
 
 __all__ = [
     "device_indices",
@@ -32,13 +32,13 @@ def endpoint(host: str, port: int) -> str:
 def launcher_for(spec: ResourceSpec) -> str:
     """The command that starts the ranks, for a process that is not one: the scheduler's
     own (``srun``), else torchrun (a workstation has no scheduler to name)."""
-    return detector_for(spec.source).launcher or "torchrun --nproc_per_node=N"
+    return launch_facts(spec).launcher or "torchrun --nproc_per_node=N"
 
 
 def listen_port(spec: ResourceSpec) -> int:
     """Where a rendezvous of clusterenv's own (the probe, JAX's coordinator) listens: the
     main port, or the next one where the launcher holds it (torchrun's agent store)."""
-    if not detector_for(spec.source).holds_main_port:
+    if not launch_facts(spec).holds_main_port:
         return spec.master_port
     return spec.master_port + 1 if spec.master_port < 65535 else spec.master_port - 1
 

@@ -17,10 +17,9 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-from clusterenv._detect import detect_environment
+from clusterenv._detect import detect_environment, launch_facts
 from clusterenv._frameworks import device_indices, endpoint, processes
 from clusterenv._spec import GpuVendor, ResourceSpec
-from clusterenv.sources import detector_for
 
 __all__ = ["device", "init_process_group"]
 
@@ -67,7 +66,7 @@ def init_process_group(
         torch.xpu.set_device(here)
     # Where the launcher holds the main port (torchrun's agent store) its workers join that
     # store through env://, whose variables it set; elsewhere rank 0 listens on it.
-    if detector_for(spec.source).holds_main_port:
+    if launch_facts(spec).holds_main_port:
         init_method = "env://"
     else:
         init_method = f"tcp://{endpoint(spec.master_addr, spec.master_port)}"

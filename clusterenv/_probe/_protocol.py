@@ -27,8 +27,8 @@ from typing import Annotated, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from clusterenv._detect import launch_facts
 from clusterenv._spec import ResourceSpec
-from clusterenv.sources import detector_for
 
 __all__ = [
     "MAX_MESSAGE",
@@ -163,7 +163,7 @@ def launch_key(spec: ResourceSpec, env: Mapping[str, str], port: int) -> bytes:
         # Not the world size, job id or main address: ranks that disagree on them are
         # still ranks of this launch, and the verdict must say so (checks.disagreements).
         str(port),
-        *(f"{name}={env.get(name, '')}" for name in detector_for(spec.source).launch_keys),
+        *(f"{name}={env.get(name, '')}" for name in launch_facts(spec).launch_keys),
         env.get("CLUSTERENV_PROBE_KEY", ""),
     ]
     return hashlib.sha256("\0".join(shared).encode()).digest()

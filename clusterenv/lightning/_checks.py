@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from clusterenv._detect import launch_facts
 from clusterenv._spec import Accelerator, ResourceSpec
 from clusterenv.exceptions import LaunchMismatchError
-from clusterenv.sources import detector_for
 
 __all__ = ["check_gpu_visible", "check_launch", "count", "where"]
 
@@ -17,14 +17,14 @@ def count(devices: int | list[int]) -> int:
 
 def where(spec: ResourceSpec) -> str:
     """What this process is, in words (``the srun step of job 42``)."""
-    return detector_for(spec.source).describe(spec)
+    return launch_facts(spec).description
 
 
 def check_launch(
     spec: ResourceSpec, origins: Mapping[str, str], num_nodes: int, devices: int, whose: str
 ) -> None:
     """A started launch fixes the geometry; Lightning's must be the same."""
-    hints = detector_for(spec.source).hints
+    hints = launch_facts(spec).hints
 
     def origin(field: str) -> str:
         return f" ({origins[field]})" if field in origins else ""
@@ -61,5 +61,5 @@ def check_gpu_visible(spec: ResourceSpec, devices: int | list[int]) -> None:
         raise LaunchMismatchError(
             f"local rank {spec.local_rank} would run on cuda:{index}, but this task sees "
             f"{len(spec.visible_devices)} GPU(s) ({', '.join(spec.visible_devices)})",
-            hint=detector_for(spec.source).hints.gpus,
+            hint=launch_facts(spec).hints.gpus,
         )

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from importlib import import_module
 
-from clusterenv._spec import Source
+from clusterenv._finding import Finding
+from clusterenv._spec import ResourceSpec, Source
 from clusterenv.sources._detector import Detector, Fields, Hints, Roles
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "Hints",
     "Roles",
     "detector_for",
+    "findings",
     "present",
     "read_by_a_source",
 ]
@@ -62,3 +64,12 @@ def present(env: Mapping[str, str]) -> list[Detector]:
     if any(detector.starts_ranks(env) for detector in found):
         found = [detector for detector in found if not detector.hosts_launchers(env)]
     return found
+
+
+def findings(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
+    """What the sources know breaks ``spec``'s job: the detected source's findings, then
+    those of every other source present in ``env`` (a scheduler around a launcher)."""
+    around = present(env)
+    detector = detector_for(spec.source)
+    hooks = [detector, *(other for other in around if other is not detector)]
+    return [finding for hook in hooks for finding in hook.diagnose(spec, env, around)]

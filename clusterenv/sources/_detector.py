@@ -9,6 +9,7 @@ from typing import ClassVar
 
 from clusterenv._finding import Finding
 from clusterenv._gpu import Gpus
+from clusterenv._launch import Hints, LaunchFacts
 from clusterenv._reader import EnvReader
 from clusterenv._spec import Fields, ResourceSpec, Source
 
@@ -27,24 +28,6 @@ class Roles:
     shell: str | None = None
     standalone: str | None = None
     node: str | None = None
-
-
-@dataclass(frozen=True)
-class Hints:
-    """What to change when a framework's settings contradict a launch of this source.
-
-    Each completes "drop the setting to use the launch's, or ...".
-    """
-
-    num_nodes: str = "start the ranks on as many nodes as you ask for"
-    devices: str = "start as many ranks on each node as you ask devices for"
-    uneven: str = "start the same number of ranks on every node"
-    gpus: str = "let every rank see all GPUs of its node"
-    #: How to start MPI ranks so that this scheduler names their nodes ("" where mpirun is
-    #: the scheduler's own way).
-    mpi: str = ""
-    #: How to give the ranks a main address where the launch names none (several nodes).
-    main: str = "export MASTER_ADDR as the host of rank 0 to every rank"
 
 
 class Detector(ABC):
@@ -150,6 +133,16 @@ class Detector(ABC):
         (a scheduler around a launcher), so a scheduler can warn about what runs inside it.
         """
         return []
+
+    def facts(self, spec: ResourceSpec) -> LaunchFacts:
+        """What an adapter needs to know of ``spec``'s launch beyond the spec."""
+        return LaunchFacts(
+            launcher=self.launcher,
+            holds_main_port=self.holds_main_port,
+            launch_keys=self.launch_keys,
+            hints=self.hints,
+            description=self.describe(spec),
+        )
 
     def describe(self, spec: ResourceSpec) -> str:
         """What this process is, in words: ``the srun step of job 42``."""

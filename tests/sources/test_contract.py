@@ -218,6 +218,20 @@ def test_no_module_outside_sources_imports_a_detector() -> None:
     assert offenders == []
 
 
+def test_no_adapter_asks_the_registry() -> None:
+    """Launch facts travel with the result (``Detection.launch``, ``launch_facts``): the
+    registry's ``detector_for`` is called only by the sources and the engine."""
+    engine = {ROOT / "clusterenv" / "_detect.py"}
+    callers = []
+    for path in (ROOT / "clusterenv").rglob("*.py"):
+        if "sources" in path.relative_to(ROOT / "clusterenv").parts[:-1] or path in engine:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Name) and node.id == "detector_for":
+                callers.append(path.name)
+    assert callers == []
+
+
 def test_the_page_on_adding_a_source_names_files_every_source_has() -> None:
     """docs/adding-a-source.md is the truth: every path its table names with ``<name>``
     exists for every registered source (Grid Engine was added by following it)."""
