@@ -38,6 +38,9 @@ class Detector(ABC):
     name: ClassVar[str]
     #: Why this source was chosen, in words, for `clusterenv inspect`.
     reason: ClassVar[str]
+    #: How clusterenv knows it reads this source right, for the proof table of
+    #: docs/detection.md: ``live: <the real launches>`` or ``documented: <the cited docs>``.
+    proof: ClassVar[str]
     #: The variables it reads, which `clusterenv capture` records; a name ending in ``_``
     #: stands for every variable with that prefix.
     variables: ClassVar[tuple[str, ...]]

@@ -38,6 +38,11 @@ class AwsBatchDetector(Detector):
         "AWS_BATCH_JOB_NODE_INDEX and AWS_BATCH_JOB_NUM_NODES are set: a node of an AWS "
         "Batch multi-node parallel job"
     )
+    proof = (
+        "documented: [AWS Batch, multi-node parallel "
+        "jobs](https://docs.aws.amazon.com/batch/latest/userguide/mnp-env-vars.html) "
+        "(`AWS_BATCH_JOB_*`)"
+    )
     variables = ("AWS_BATCH_JOB_", "AWS_BATCH_CE_NAME", "AWS_BATCH_JQ_NAME")
     launch_keys = ("AWS_BATCH_JOB_ID",)
     launcher = "torchrun"

@@ -43,6 +43,11 @@ class EnvDetector(Detector):
     source = Source.ENV
     name = "env://"
     reason = "RANK and WORLD_SIZE are set: an env:// rank (DeepSpeed, Ray Train, a script)"
+    proof = (
+        "live: the DeepSpeed launcher 0.19.8 (`deepspeed` on one node, also in an sbatch script"
+        " on both Slurm releases, `deepspeed.launcher.launch` on two), Ray Train 2.60.0 "
+        "(`TorchTrainer`, two CPU workers)"
+    )
     variables = (
         *CONTRACT,
         "LOCAL_RANK",

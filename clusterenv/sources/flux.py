@@ -25,6 +25,12 @@ class FluxDetector(Detector):
     source = Source.FLUX
     name = "Flux"
     reason = "FLUX_JOB_ID and FLUX_TASK_RANK are set: a Flux task"
+    proof = (
+        "documented: "
+        "[flux-environment(7)](https://flux-framework.readthedocs.io/projects/flux-core/en/latest/man7/flux-environment.html)"
+        " (`FLUX_TASK_RANK`, `FLUX_JOB_SIZE`, `FLUX_JOB_NNODES`); `cray-pals`: flux-coral2's "
+        "plugin"
+    )
     variables = ("FLUX_",)
     launch_keys = ("FLUX_JOB_ID",)
     launcher = "flux run"

@@ -41,6 +41,10 @@ class GridEngineDetector(Detector):
     source = Source.GRIDENGINE
     name = "Grid Engine"
     reason = "JOB_ID and SGE_TASK_ID are set: inside a Grid Engine job"
+    proof = (
+        "live: Son of Grid Engine 8.1.9 (Debian 12, in a chroot): `qsub -pe`, an array job, a "
+        "job without a parallel environment, `qrsh`, Open MPI's `mpirun` inside a job"
+    )
     variables = ("SGE_", "PE_HOSTFILE", "NSLOTS", "NHOSTS", "NQUEUES")
     #: Names other programs use too (Jenkins sets JOB_NAME): read only inside a job.
     shared_variables = ("JOB_ID", "JOB_NAME", "PE", "QUEUE")

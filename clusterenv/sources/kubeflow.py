@@ -29,6 +29,11 @@ class KubeflowDetector(Detector):
     source = Source.KUBEFLOW
     name = "Kubeflow"
     reason = "KUBERNETES_SERVICE_HOST, RANK and WORLD_SIZE are set: a PyTorchJob pod"
+    proof = (
+        "documented: [Kubeflow training operator, "
+        "PyTorchJob](https://www.kubeflow.org/docs/components/trainer/legacy-v1/user-guides/pytorch/)"
+        " (`RANK` per pod, `PET_*`)"
+    )
     variables = ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "RANK", "WORLD_SIZE", "PET_")
     launcher = "torchrun"
     per_node = True

@@ -43,6 +43,13 @@ class KubernetesDetector(Detector):
     source = Source.KUBERNETES
     name = "Kubernetes Indexed Job"
     reason = "JOB_COMPLETION_INDEX is set in a pod: a pod of an Indexed Job (or a JobSet)"
+    proof = (
+        "documented: [Kubernetes, Indexed "
+        "Job](https://kubernetes.io/docs/concepts/workloads/controllers/job/#completion-mode) "
+        "(`JOB_COMPLETION_INDEX`, pod host names `<job>-<index>`) and "
+        "[JobSet](https://jobset.sigs.k8s.io/docs/) (`JOBSET_NAME`, the headless service of the"
+        " JobSet)"
+    )
     variables = ("JOB_COMPLETION_INDEX", "PET_NNODES", "JOBSET_NAME", "JOBSET_RESTART_ATTEMPT")
     #: The pod's name, a generic variable elsewhere.
     shared_variables = ("HOSTNAME",)

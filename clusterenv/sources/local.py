@@ -24,6 +24,7 @@ class LocalDetector(Detector):
     source = Source.LOCAL
     name = "local"
     reason = "no scheduler or launcher variables are set"
+    proof = "live: a plain process, and `accelerate launch --cpu` (one process)"
     variables = ("MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS")
     roles = Roles(standalone="a local run without a launcher")
 

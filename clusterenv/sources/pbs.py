@@ -28,6 +28,10 @@ class PbsDetector(Detector):
     source = Source.PBS
     name = "PBS"
     reason = "PBS_JOBID is set: inside a PBS / Torque job"
+    proof = (
+        "documented: PBS Professional's reference guide and Torque's (`PBS_NODEFILE`, "
+        "`PBS_NUM_NODES`, `NCPUS`)"
+    )
     variables = ("PBS_", "NCPUS")
     launcher = "mpirun"
     version_command = ("qstat", "--version")  # "pbs_version = 2022.1.1"

@@ -43,6 +43,11 @@ class SageMakerDetector(Detector):
     source = Source.SAGEMAKER
     name = "SageMaker"
     reason = "SM_HOSTS and SM_CURRENT_HOST are set: a SageMaker training job's host"
+    proof = (
+        "documented: the SageMaker training toolkit 5.1.4 (`environment.py`, "
+        "[ENVIRONMENT_VARIABLES.md](https://github.com/aws/sagemaker-training-toolkit/blob/master/ENVIRONMENT_VARIABLES.md)):"
+        " `SM_HOSTS`, `SM_CURRENT_HOST`, `SM_RESOURCE_CONFIG`"
+    )
     variables = (
         "SM_HOSTS",
         "SM_CURRENT_HOST",

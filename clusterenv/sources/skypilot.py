@@ -34,6 +34,11 @@ class SkyPilotDetector(Detector):
     source = Source.SKYPILOT
     name = "SkyPilot"
     reason = "SKYPILOT_NODE_RANK and SKYPILOT_NODE_IPS are set: the run commands of a SkyPilot task"
+    proof = (
+        "documented: [SkyPilot, environment "
+        "variables](https://docs.skypilot.co/en/stable/running-jobs/environment-variables.html)"
+        " (`SKYPILOT_NODE_RANK`, `SKYPILOT_NODE_IPS`)"
+    )
     variables = (
         "SKYPILOT_NODE_RANK",
         "SKYPILOT_NODE_IPS",

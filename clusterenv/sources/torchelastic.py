@@ -25,6 +25,12 @@ class TorchElasticDetector(Detector):
     source = Source.TORCHELASTIC
     name = "torchrun"
     reason = "TORCHELASTIC_RUN_ID is set: a torchrun worker"
+    proof = (
+        'live: torchrun (torch 2.13.0) standalone, static and c10d over two "nodes", inside '
+        "srun, and across three emulated hosts (one agent per network namespace, DDP over "
+        "gloo); accelerate 1.16.0 `--multi_gpu` (its torchrun path). `torch.distributed.launch`"
+        " is torchrun underneath (it sets `TORCHELASTIC_*`)"
+    )
     variables = (
         "TORCHELASTIC_",
         *("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK"),

@@ -39,6 +39,11 @@ class VertexDetector(Detector):
     source = Source.VERTEX
     name = "Vertex AI"
     reason = "CLUSTER_SPEC is set: a replica of a Vertex AI custom job"
+    proof = (
+        "documented: [Vertex AI, distributed "
+        "training](https://cloud.google.com/vertex-ai/docs/training/distributed-training) "
+        "(`CLUSTER_SPEC`)"
+    )
     variables = ("CLUSTER_SPEC", "CLOUD_ML_JOB_ID")
     launcher = "torchrun"
     per_node = True

@@ -47,6 +47,10 @@ class VolcanoDetector(Detector):
     source = Source.VOLCANO
     name = "Volcano"
     reason = "VC_<TASK>_HOSTS is set: a pod of a Volcano job (svc plugin)"
+    proof = (
+        "documented: [Volcano job plugins](https://volcano.sh/en/docs/job_plugins/) (`svc`, "
+        "`env`, `pytorch`)"
+    )
     variables = ("VC_", "VK_TASK_INDEX")
     launcher = "torchrun"
     per_node = True

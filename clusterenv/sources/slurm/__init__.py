@@ -47,6 +47,13 @@ class SlurmDetector(Detector):
     source = Source.SLURM
     name = "Slurm"
     reason = "SLURM_JOB_ID is set: inside a Slurm job"
+    proof = (
+        "live: Slurm 22.05.8 (Debian 12) and 24.11.5 (Debian trixie), every launch shape of "
+        "`tests/launchers/test_launches.py` on both, `srun --mpi=pmi2`/`pmix`/`cray_shasta`, "
+        "`--distribution=arbitrary` with `SLURM_HOSTFILE`, heterogeneous jobs and salloc "
+        "shells; both releases also across three emulated hosts with one slurmd per host at its"
+        " own address (srun, DDP, the probe, an arbitrary distribution)"
+    )
     variables = ("SLURM_", "SLURMD_", "ENVIRONMENT")
     launch_keys = (
         "SLURM_JOB_ID",
