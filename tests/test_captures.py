@@ -14,7 +14,7 @@ import pytest
 
 from clusterenv import detect_environment
 from clusterenv.testing import Launch
-from tests.launchers.harness import (
+from tests.truth import (
     CAPTURES,
     check_gridengine,
     check_mpi,

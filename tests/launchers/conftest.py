@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.available import unavailable
-from tests.launchers.harness import Slurm, across_hosts
+from tests.launchers.harness import Cluster, across_hosts
 
 HERE = Path(__file__).parent
 INSTALL = HERE / "install.sh"
@@ -65,28 +65,28 @@ def _started(up: str, down: str, *args: str, keep: bool = KEEP) -> Iterator[None
         subprocess.run(stop, capture_output=True, timeout=120, check=False)
 
 
-def _cluster(version: str) -> Iterator[Slurm]:
+def _cluster(version: str) -> Iterator[Cluster]:
     up, down, root = CLUSTERS[version]
     if os.geteuid() != 0:
         unavailable(f"the loopback Slurm {version} cluster needs root (tests/launchers/{up})")
     with _started(up, down):
-        yield Slurm(version, root)
+        yield Cluster(version, root)
 
 
 @pytest.fixture(scope="session", params=sorted(CLUSTERS), ids=lambda v: f"slurm-{v}")
-def slurm_cluster(request: pytest.FixtureRequest) -> Iterator[Slurm]:
+def slurm_cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
     """A real loopback Slurm cluster of each version (reused when it is already up),
     stopped again at the end of the session unless CLUSTERENV_KEEP_SLURM=1."""
     yield from _cluster(request.param)
 
 
 @pytest.fixture(scope="session")
-def host_slurm_cluster() -> Iterator[Slurm]:
+def host_slurm_cluster() -> Iterator[Cluster]:
     """The host's Slurm 22.05 alone, for the end-to-end trainings (neural-lam)."""
     yield from _cluster("22.05")
 
 
-GRID_ENGINE = Slurm(
+GRID_ENGINE = Cluster(
     "sge-8.1.9",
     os.environ.get("CLUSTERENV_GRIDENGINE_ROOT", "/var/lib/clusterenv/gridengine"),
     env=("SGE_ROOT=/var/lib/gridengine", "SGE_CELL=default", "SGE_QMASTER_PORT=16444"),
@@ -94,7 +94,7 @@ GRID_ENGINE = Slurm(
 
 
 @pytest.fixture(scope="session")
-def gridengine() -> Iterator[Slurm]:
+def gridengine() -> Iterator[Cluster]:
     """Son of Grid Engine in its chroot (gridengine-up.sh), stopped at the end of the
     session unless CLUSTERENV_KEEP_SLURM=1."""
     if os.geteuid() != 0:
@@ -118,7 +118,7 @@ def network() -> Iterator[tuple[str, ...]]:
 
 
 @pytest.fixture(scope="session", params=sorted(CLUSTERS), ids=lambda v: f"slurm-{v}")
-def net_slurm(request: pytest.FixtureRequest, network: tuple[str, ...]) -> Iterator[Slurm]:
+def net_slurm(request: pytest.FixtureRequest, network: tuple[str, ...]) -> Iterator[Cluster]:
     """Each Slurm release across the emulated hosts (slurm-net-up.sh): slurmctld on ce-head,
     one slurmd per host n1..n3 at its own address; stopped before the network goes."""
     version = request.param

@@ -1,10 +1,6 @@
-"""Start real launches, collect what every task saw, and check it against ground truth.
-
-The ground truth of a launch is taken from the launch as a whole, not from the variables
-clusterenv parses: how many tasks reported, on which node (``SLURMD_NODENAME``), what
-``scontrol show hostnames`` makes of the node list, which GPUs Slurm bound. The same
-checks run on live launches and on the captures replayed from tests/data/captures/.
-"""
+"""Start real launches on the suite's clusters, collect what every task saw, and record
+captures. Root-only subprocess plumbing; the checks against each launcher's truth are
+tests/truth.py's, shared with the replays of the captures."""
 
 from __future__ import annotations
 
@@ -14,24 +10,22 @@ import shlex
 import socket
 import subprocess
 import sys
-from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from clusterenv import detect_environment
 from tests.launchers.capture import scrub, scrub_text
+from tests.truth import CAPTURES, Record
 
 REPORT = Path(__file__).with_name("report.py")
 ON_HOST = Path(__file__).with_name("on-host.sh")
 FIT = Path(__file__).with_name("fit.py")
-CAPTURES = Path(__file__).parents[1] / "data" / "captures"
-Record = dict[str, Any]  # {"env": {...}, "spec": {...}} or {"env": ..., "error": ...}
 
 
 @dataclass(frozen=True)
-class Slurm:
+class Cluster:
     """One of the suite's real clusters: the host's Slurm (Debian 12: 22.05), or one in a
     chroot whose commands then run inside it (Slurm 24.11 of slurm24-up.sh, the Grid Engine
     of gridengine-up.sh)."""
@@ -64,7 +58,7 @@ class Slurm:
         return ["chroot", self.root] if self.root else []
 
 
-HOST_SLURM = Slurm("22.05")
+HOST_SLURM = Cluster("22.05")
 #: Where each release's cluster across the emulated hosts keeps its slurm.conf, as its
 #: commands see it (slurm-net-up.sh).
 NET_SLURM_CONF = {
@@ -73,9 +67,9 @@ NET_SLURM_CONF = {
 }
 
 
-def across_hosts(version: str, root: str | None) -> Slurm:
+def across_hosts(version: str, root: str | None) -> Cluster:
     """The cluster of ``version`` across the emulated hosts n1..n3, used from its head."""
-    return Slurm(version, root, env=(f"SLURM_CONF={NET_SLURM_CONF[version]}",), host="head")
+    return Cluster(version, root, env=(f"SLURM_CONF={NET_SLURM_CONF[version]}",), host="head")
 
 
 def free_port() -> int:
@@ -86,7 +80,7 @@ def free_port() -> int:
 
 
 def launch(
-    command: str, workdir: Path, timeout: float = 120, slurm: Slurm = HOST_SLURM
+    command: str, workdir: Path, timeout: float = 120, slurm: Cluster = HOST_SLURM
 ) -> list[Record]:
     """Run ``command`` (``{task}`` = the report script) in a clean environment."""
     files = launch_files(command, workdir, timeout, slurm)
@@ -94,7 +88,7 @@ def launch(
 
 
 def run(
-    command: str, workdir: Path, timeout: float = 120, slurm: Slurm = HOST_SLURM
+    command: str, workdir: Path, timeout: float = 120, slurm: Cluster = HOST_SLURM
 ) -> subprocess.CompletedProcess[str]:
     """Run ``command`` with bash in a clean environment, like a fresh login, against
     ``slurm``'s cluster where it uses Slurm.
@@ -121,7 +115,7 @@ def run(
 
 
 def launch_files(
-    command: str, workdir: Path, timeout: float = 120, slurm: Slurm = HOST_SLURM
+    command: str, workdir: Path, timeout: float = 120, slurm: Cluster = HOST_SLURM
 ) -> list[Path]:
     """Run ``command`` (see :func:`run`); the files its tasks wrote into ``{out}``."""
     result = run(command, workdir, timeout, slurm)
@@ -135,7 +129,7 @@ def launch_files(
     return files
 
 
-def scontrol_hostnames(nodelist: str, slurm: Slurm = HOST_SLURM) -> list[str] | None:
+def scontrol_hostnames(nodelist: str, slurm: Cluster = HOST_SLURM) -> list[str] | None:
     """``scontrol show hostnames``; ``None`` where it rejects the list (22.05 exits 0 after
     "Invalid hostlist", so a rejected list is one that prints no host)."""
     result = subprocess.run(
@@ -148,153 +142,9 @@ def scontrol_hostnames(nodelist: str, slurm: Slurm = HOST_SLURM) -> list[str] | 
     return hosts if result.returncode == 0 and hosts else None
 
 
-def slurm_version(slurm: Slurm = HOST_SLURM) -> str:
+def slurm_version(slurm: Cluster = HOST_SLURM) -> str:
     command = slurm.command("srun", "--version")
     return subprocess.run(command, capture_output=True, text=True).stdout.strip()
-
-
-def _agree(specs: list[Record], *fields: str) -> None:
-    for field in fields:
-        values = {json.dumps(spec[field]) for spec in specs}
-        assert len(values) == 1, f"tasks disagree on {field}: {values}"
-
-
-def check_slurm(records: list[Record], hostnames_of: Callable[[str], list[str]]) -> None:
-    """Every group of tasks (one job step) against the ground truth of that step."""
-    groups: dict[tuple[str, str], list[Record]] = defaultdict(list)
-    for record in records:
-        assert "spec" in record, f"detection failed in a real task: {record}"
-        env = record["env"]
-        groups[(env["SLURM_JOB_ID"], env.get("SLURM_STEP_ID", "batch-or-shell"))].append(record)
-    for group in groups.values():
-        specs = [record["spec"] for record in group]
-        envs = [record["env"] for record in group]
-        assert {spec["source"] for spec in specs} == {"slurm"}
-        assert {spec["job_id"] for spec in specs} == {envs[0]["SLURM_JOB_ID"]}
-        if specs[0]["role"] != "rank":
-            _check_allocation(specs, envs, hostnames_of)
-            continue
-        _agree(specs, "world_size", "num_nodes", "hostnames", "master_addr", "master_port")
-        spec = specs[0]
-        assert spec["world_size"] == len(group), "world size is not the number of tasks started"
-        assert sorted(s["global_rank"] for s in specs) == list(range(len(group)))
-        nodes = Counter(env["SLURMD_NODENAME"] for env in envs)
-        assert spec["num_nodes"] == len(nodes)
-        assert spec["hostnames"] == hostnames_of(envs[0]["SLURM_STEP_NODELIST"])
-        for record in group:
-            s, env, here = record["spec"], record["env"], record["env"]["SLURMD_NODENAME"]
-            assert s["hostnames"][s["node_rank"]] == here, "node rank does not point at this node"
-            assert s["devices_per_node"] == nodes[here]
-            _check_resources(s, env, record.get("cpus"))
-        for here in nodes:
-            on_node = [
-                s for s, env in zip(specs, envs, strict=True) if env["SLURMD_NODENAME"] == here
-            ]
-            assert sorted(s["local_rank"] for s in on_node) == list(range(nodes[here]))
-        rank0 = next(env for s, env in zip(specs, envs, strict=True) if s["global_rank"] == 0)
-        assert spec["master_addr"] == rank0["SLURMD_NODENAME"], "rank 0 is not on the main address"
-
-
-# gres.conf of slurm-common.sh: cn003 declares Intel GPUs, gpu-a1 AMD ones (Flags=*_gpu_env);
-# elsewhere Slurm sets every vendor's variable and this GPU-less machine's probe finds none.
-NODE_GPU_VENDOR = {"cn003": "intel", "gpu-a1": "amd"}
-_VENDOR_VARIABLE = {
-    "nvidia": "CUDA_VISIBLE_DEVICES",
-    "amd": "ROCR_VISIBLE_DEVICES",
-    "intel": "ZE_AFFINITY_MASK",
-}
-
-
-def _check_resources(spec: Record, env: Record, cpus: int | None) -> None:
-    """One task's GPUs (vendor by node, devices from its vendor's variable) and CPUs
-    (``--cpus-per-task`` capped by the affinity the task had, else shared by its node)."""
-    vendor = (
-        NODE_GPU_VENDOR.get(env["SLURMD_NODENAME"], "nvidia") if spec["gpus_per_node"] else None
-    )
-    assert spec["gpu_vendor"] == vendor
-    visible = env.get(_VENDOR_VARIABLE[vendor or "nvidia"])
-    assert spec["visible_devices"] == (visible.split(",") if visible else [])
-    if cpus is None:  # a capture recorded before CPUs were
-        return
-    granted = env.get("SLURM_CPUS_PER_TASK")
-    expected = min(int(granted), cpus) if granted else max(1, cpus // spec["devices_per_node"])
-    assert spec["cpus_per_rank"] == expected
-
-
-def _check_allocation(
-    specs: list[Record], envs: list[Record], hostnames_of: Callable[[str], list[str]]
-) -> None:
-    assert len(specs) == 1, "a batch step or salloc shell is one process"
-    spec, env = specs[0], envs[0]
-    assert spec["role"] == ("batch" if "SLURMD_NODENAME" in env else "shell")
-    # A heterogeneous salloc shell describes component 0, all it has a node list of.
-    nodelist = env.get("SLURM_JOB_NODELIST") or env["SLURM_JOB_NODELIST_HET_GROUP_0"]
-    assert spec["hostnames"] == hostnames_of(nodelist)
-    assert spec["num_nodes"] == len(spec["hostnames"])
-    assert (spec["global_rank"], spec["local_rank"], spec["node_rank"]) == (0, 0, 0)
-    assert spec["master_addr"] == spec["hostnames"][0]
-
-
-def check_ranks(records: list[Record], source: str) -> None:
-    """One launch of ``source`` whose tasks name their ranks: one consistent world, the
-    local ranks of each node 0..n-1, and where the task recorded it, torch.distributed's
-    own rank and world size (``report.py --torch``)."""
-    assert all("spec" in record for record in records), f"detection failed: {records}"
-    specs = [record["spec"] for record in records]
-    assert {spec["source"] for spec in specs} == {source}
-    _agree(specs, "world_size", "num_nodes", "master_addr", "master_port", "job_id")
-    assert specs[0]["world_size"] == len(specs)
-    assert sorted(spec["global_rank"] for spec in specs) == list(range(len(specs)))
-    for record in records:
-        if "torch" in record:
-            truth = record["torch"]
-            spec = record["spec"]
-            assert (spec["global_rank"], spec["world_size"]) == (
-                truth["rank"],
-                truth["world_size"],
-            ), f"torch.distributed disagrees: {truth}"
-    per_node = Counter(spec["node_rank"] for spec in specs)
-    assert sorted(per_node) == list(range(specs[0]["num_nodes"]))
-    for node, count in per_node.items():
-        local = sorted(spec["local_rank"] for spec in specs if spec["node_rank"] == node)
-        assert local == list(range(count)), f"node {node}: local ranks {local}"
-        assert {spec["devices_per_node"] for spec in specs if spec["node_rank"] == node} == {count}
-
-
-def check_torchrun(records: list[Record]) -> None:
-    check_ranks(records, "torchelastic")
-
-
-def check_mpi(records: list[Record], rank_name: str, size_name: str) -> None:
-    """Ranks and world size against the MPI launcher's own variables."""
-    check_ranks(records, "mpi")
-    for record in records:
-        env, spec = record["env"], record["spec"]
-        assert (spec["global_rank"], spec["world_size"]) == (
-            int(env[rank_name]),
-            int(env[size_name]),
-        )
-
-
-def check_gridengine(records: list[Record]) -> None:
-    """Each job against Grid Engine's own numbers for it."""
-    for record in records:
-        assert "spec" in record, f"detection failed in a real job: {record}"
-        env, spec = record["env"], record["spec"]
-        if "OMPI_COMM_WORLD_RANK" in env:
-            continue  # mpirun's ranks: check_mpi
-        assert spec["source"] == "gridengine"
-        task = env["SGE_TASK_ID"]
-        assert spec["job_id"] == env["JOB_ID"] + ("" if task == "undefined" else f".{task}")
-        if "PE_HOSTFILE" in env:
-            assert spec["role"] == "batch"
-            assert (spec["world_size"], spec["num_nodes"]) == (int(env["NSLOTS"]), 1)
-            assert spec["hostnames"] == [spec["master_addr"]]
-        else:
-            assert (spec["role"], spec["world_size"]) == ("standalone", 1)
-    jobs = [r["spec"] for r in records if "OMPI_COMM_WORLD_RANK" not in r["env"]]
-    ports = {spec["master_port"] for spec in jobs}
-    assert len(ports) == len({spec["job_id"] for spec in jobs}), "array tasks share a port"
 
 
 def _scrubbed_files(files: Mapping[str, str]) -> dict[str, str]:
@@ -316,7 +166,7 @@ def _scrubbed_spec(record: Record) -> Record:
     return spec
 
 
-def capture_name(name: str, slurm: Slurm) -> str:
+def capture_name(name: str, slurm: Cluster) -> str:
     """22.05's captures are the top level of tests/data/captures; 24.11's its subfolder."""
     return name if slurm.root is None else f"slurm-{slurm.version}/{name}"
 

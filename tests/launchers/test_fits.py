@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.launchers.harness import HOST_SLURM, Slurm, launch_files
+from tests.launchers.harness import HOST_SLURM, Cluster, launch_files
 
 TORCHRUN = "{python} -m torch.distributed.run"
 TWO_NODES = (
@@ -45,7 +45,7 @@ SLURM_FITS = {
 
 
 def fit(
-    command: str, tmp_path: Path, ranks: int, slurm: Slurm | None = None
+    command: str, tmp_path: Path, ranks: int, slurm: Cluster | None = None
 ) -> list[dict[str, Any]]:
     files = launch_files(command, tmp_path, 300, slurm or HOST_SLURM)
     records = [json.loads(path.read_text()) for path in files]
@@ -74,7 +74,7 @@ def test_torchrun_fit(name: str, tmp_path: Path) -> None:
 @pytest.mark.torchrun
 @pytest.mark.usefixtures("torchrun")
 @pytest.mark.parametrize("name", sorted(SLURM_FITS))
-def test_srun_fit(name: str, tmp_path: Path, slurm_cluster: Slurm) -> None:
+def test_srun_fit(name: str, tmp_path: Path, slurm_cluster: Cluster) -> None:
     command, ranks = SLURM_FITS[name]
     for record in fit(command, tmp_path, ranks, slurm_cluster):
         # A SLURMEnvironment subclass: Lightning's auto-requeue handler stays on.
@@ -86,7 +86,7 @@ def test_srun_fit(name: str, tmp_path: Path, slurm_cluster: Slurm) -> None:
 @pytest.mark.slurm
 @pytest.mark.torchrun
 @pytest.mark.usefixtures("torchrun")
-def test_uneven_srun_step_fails_fast_with_the_fix(tmp_path: Path, slurm_cluster: Slurm) -> None:
+def test_uneven_srun_step_fails_fast_with_the_fix(tmp_path: Path, slurm_cluster: Cluster) -> None:
     """-N2 -n3 puts 2 and 1 tasks on the nodes: Lightning cannot express that."""
     with pytest.raises(AssertionError, match="Lightning needs the same number on every node"):
         launch_files(f"{SRUN} -N2 -n3 {FIT} lightning", tmp_path, slurm=slurm_cluster)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.launchers.conftest import require_launcher
-from tests.launchers.harness import HOST_SLURM, Slurm, launch
+from tests.launchers.harness import HOST_SLURM, Cluster, launch
 
 #: The loopback clusters' node names (cn001...) resolve nowhere: rank 0 is on 127.0.0.1.
 SRUN = "MASTER_ADDR=127.0.0.1 srun -N2"
@@ -21,7 +21,7 @@ DDP = Path(__file__).with_name("ddp_train.py")
 JAX = Path(__file__).with_name("jax_psum.py")
 
 
-def records(command: str, workdir: Path, slurm: Slurm = HOST_SLURM) -> list[dict[str, Any]]:
+def records(command: str, workdir: Path, slurm: Cluster = HOST_SLURM) -> list[dict[str, Any]]:
     """What every process of ``command`` recorded: a training takes longer than a report."""
     return launch(command, workdir, timeout=300, slurm=slurm)
 
@@ -52,14 +52,14 @@ def check_jax(found: list[dict[str, Any]], processes: int) -> None:
 
 
 @pytest.mark.slurm
-def test_torch_ddp_under_srun(tmp_path: Path, slurm_cluster: Slurm) -> None:
+def test_torch_ddp_under_srun(tmp_path: Path, slurm_cluster: Cluster) -> None:
     command = f"{SRUN} --ntasks-per-node=2 {{python}} {DDP} {{out}}"
     check_ddp(records(command, tmp_path, slurm_cluster), 4, "slurm")
 
 
 @pytest.mark.slurm
 def test_eval_clusterenv_env_gives_a_plain_torch_script_its_rank(
-    tmp_path: Path, slurm_cluster: Slurm
+    tmp_path: Path, slurm_cluster: Cluster
 ) -> None:
     step = f'eval "$({{python}} -m clusterenv env)" && exec {{python}} {DDP} {{out}} --plain'
     command = f"{SRUN} --ntasks-per-node=2 bash -c '{step}'"
@@ -67,7 +67,7 @@ def test_eval_clusterenv_env_gives_a_plain_torch_script_its_rank(
 
 
 @pytest.mark.slurm
-def test_jax_under_srun(tmp_path: Path, slurm_cluster: Slurm) -> None:
+def test_jax_under_srun(tmp_path: Path, slurm_cluster: Cluster) -> None:
     require_launcher("jax")
     command = f"{SRUN} --ntasks-per-node=1 {{python}} {JAX} {{out}}"
     check_jax(records(command, tmp_path, slurm_cluster), 2)

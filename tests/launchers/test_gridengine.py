@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.launchers.harness import Slurm, check_gridengine, check_mpi, launch, record_capture
+from tests.launchers.harness import Cluster, launch, record_capture
+from tests.truth import check_gridengine, check_mpi
 
 QSUB = "qsub -sync y -b y -cwd -o /dev/null -j y"
 LAUNCHES = {
@@ -23,7 +24,7 @@ LAUNCHES = {
 
 @pytest.mark.gridengine
 @pytest.mark.parametrize("name", sorted(LAUNCHES))
-def test_gridengine_job(name: str, tmp_path: Path, gridengine: Slurm) -> None:
+def test_gridengine_job(name: str, tmp_path: Path, gridengine: Cluster) -> None:
     records = launch(LAUNCHES[name], tmp_path, timeout=120, slurm=gridengine)
     assert len(records) == {"gridengine-array": 3, "gridengine-mpirun": 4}.get(name, 1)
     check_gridengine(records)

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from clusterenv import HostlistError, expand_hostlist
-from tests.launchers.harness import Slurm, scontrol_hostnames
+from tests.launchers.harness import Cluster, scontrol_hostnames
 
 pytestmark = pytest.mark.slurm
 
@@ -71,7 +71,7 @@ def _followed_newer_slurm(hostlist: str, ours: list[str] | None, theirs: list[st
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_expand_hostlist_agrees_with_scontrol(seed: int, slurm_cluster: Slurm) -> None:
+def test_expand_hostlist_agrees_with_scontrol(seed: int, slurm_cluster: Cluster) -> None:
     disagreements = []
     for hostlist in [*generated_hostlists(75, seed), "cn[1-2]-ib", "n[1-2]]"]:
         try:
@@ -84,7 +84,7 @@ def test_expand_hostlist_agrees_with_scontrol(seed: int, slurm_cluster: Slurm) -
     assert not disagreements
 
 
-def test_suffix_after_bracket_follows_newer_slurm(slurm_cluster: Slurm) -> None:
+def test_suffix_after_bracket_follows_newer_slurm(slurm_cluster: Cluster) -> None:
     assert expand_hostlist("cn[1-2]-ib") == ["cn1-ib", "cn2-ib"]
     expected = None if slurm_cluster.version.startswith("22.") else ["cn1-ib", "cn2-ib"]
     assert scontrol_hostnames("cn[1-2]-ib", slurm_cluster) == expected

@@ -13,16 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.launchers.harness import (
-    ON_HOST,
-    Slurm,
-    check_mpi,
-    check_slurm,
-    launch,
-    run,
-    scontrol_hostnames,
-)
+from tests.launchers.harness import ON_HOST, Cluster, launch, run, scontrol_hostnames
 from tests.launchers.test_frameworks import DDP, check_ddp, records
+from tests.truth import check_mpi, check_slurm
 
 RSH = Path(__file__).with_name("netns-rsh.sh")
 HOSTS_VIEW = Path("/etc/netns/ce-n1/hosts")  # n1's own /etc/hosts (netns-up.sh)
@@ -30,7 +23,7 @@ HOSTS_VIEW = Path("/etc/netns/ce-n1/hosts")  # n1's own /etc/hosts (netns-up.sh)
 
 @pytest.mark.slurm
 def test_srun_across_hosts_places_every_task_on_its_own_host(
-    tmp_path: Path, net_slurm: Slurm
+    tmp_path: Path, net_slurm: Cluster
 ) -> None:
     records = launch("srun -N3 --ntasks-per-node=2 {task}", tmp_path, slurm=net_slurm)
     assert len(records) == 6
@@ -39,7 +32,7 @@ def test_srun_across_hosts_places_every_task_on_its_own_host(
 
 
 @pytest.mark.slurm
-def test_the_probe_and_ddp_across_hosts_need_no_setting(tmp_path: Path, net_slurm: Slurm) -> None:
+def test_the_probe_and_ddp_across_hosts_need_no_setting(tmp_path: Path, net_slurm: Cluster) -> None:
     """Host names resolve to each host's own address: gloo finds the network by itself."""
     result = run(
         "srun -N3 {python} -m clusterenv probe --backend gloo --timeout 20", tmp_path, 90, net_slurm
@@ -56,7 +49,7 @@ def test_the_probe_and_ddp_across_hosts_need_no_setting(tmp_path: Path, net_slur
 
 @pytest.mark.slurm
 def test_a_site_template_moves_the_ranks_to_the_high_speed_network(
-    tmp_path: Path, net_slurm: Slurm
+    tmp_path: Path, net_slurm: Cluster
 ) -> None:
     line = "CLUSTERENV_MAIN_ADDR_TEMPLATE='{{host}}-ib' srun -N3 {python} -m clusterenv probe"
     result = run(line, tmp_path, 90, net_slurm)
@@ -67,7 +60,7 @@ def test_a_site_template_moves_the_ranks_to_the_high_speed_network(
 
 @pytest.mark.slurm
 def test_an_arbitrary_distribution_meets_at_rank_0s_real_host(
-    tmp_path: Path, net_slurm: Slurm
+    tmp_path: Path, net_slurm: Cluster
 ) -> None:
     """Task 0 on n2, the second node of the sorted list: on separate hosts the first node
     (n1) would be refused, which on one machine goes unnoticed."""
@@ -99,7 +92,7 @@ def debian_hosts_line() -> Iterator[None]:
 
 @pytest.mark.slurm
 def test_rank_0s_own_name_on_loopback_is_named_and_the_advice_connects_gloo(
-    tmp_path: Path, net_slurm: Slurm
+    tmp_path: Path, net_slurm: Cluster
 ) -> None:
     probe = "srun -N3 {python} -m clusterenv probe --timeout 10"
     with debian_hosts_line():

@@ -8,17 +8,15 @@ from pathlib import Path
 import pytest
 
 from tests.launchers.harness import (
-    Slurm,
+    Cluster,
     capture_name,
-    check_mpi,
-    check_slurm,
-    check_torchrun,
     launch,
     launch_files,
     record_capture,
     scontrol_hostnames,
     slurm_version,
 )
+from tests.truth import check_mpi, check_slurm, check_torchrun
 
 # {task} runs the report script in each task. sbatch jobs use --wait; -o /dev/null
 # keeps the batch output out of the working directory.
@@ -90,7 +88,7 @@ TORCHRUN_LAUNCHES = {
 }
 
 
-def _hostnames(records: list[dict[str, object]], slurm: Slurm) -> dict[str, list[str]]:
+def _hostnames(records: list[dict[str, object]], slurm: Cluster) -> dict[str, list[str]]:
     lists = {
         env[name]
         for record in records
@@ -104,7 +102,7 @@ def _hostnames(records: list[dict[str, object]], slurm: Slurm) -> dict[str, list
 
 @pytest.mark.slurm
 @pytest.mark.parametrize("name", sorted(SLURM_LAUNCHES))
-def test_slurm_launch(name: str, tmp_path: Path, slurm_cluster: Slurm) -> None:
+def test_slurm_launch(name: str, tmp_path: Path, slurm_cluster: Cluster) -> None:
     records = launch(SLURM_LAUNCHES[name], tmp_path, slurm=slurm_cluster)
     hostnames = _hostnames(records, slurm_cluster)
     check_slurm(records, hostnames.__getitem__)
@@ -129,7 +127,7 @@ NO_TASK_COUNT = f"{SBATCH} -N2 --mincpus=3 --wrap '{{task}}; srun {{task}}'"
 
 @pytest.mark.slurm
 def test_a_batch_step_without_a_task_count_describes_what_srun_starts(
-    tmp_path: Path, slurm_cluster: Slurm
+    tmp_path: Path, slurm_cluster: Cluster
 ) -> None:
     """Without -n, SLURM_TASKS_PER_NODE counts CPUs (3 per node here; 4 with --exclusive, 2
     for a core's hyperthreads), and a bare srun starts one task per node: the batch step's
@@ -152,7 +150,7 @@ def test_a_batch_step_without_a_task_count_describes_what_srun_starts(
 
 
 @pytest.mark.slurm
-def test_gpus_per_task_binds_one_device_per_task(tmp_path: Path, slurm_cluster: Slurm) -> None:
+def test_gpus_per_task_binds_one_device_per_task(tmp_path: Path, slurm_cluster: Cluster) -> None:
     records = launch(SLURM_LAUNCHES["gpus-per-task"], tmp_path, slurm=slurm_cluster)
     by_node: dict[str, list[list[str]]] = {}
     for record in records:
@@ -177,7 +175,7 @@ def test_torchrun_launch(name: str, tmp_path: Path) -> None:
 @pytest.mark.slurm
 @pytest.mark.torchrun
 @pytest.mark.usefixtures("torchrun")
-def test_torchrun_inside_srun(tmp_path: Path, slurm_cluster: Slurm) -> None:
+def test_torchrun_inside_srun(tmp_path: Path, slurm_cluster: Cluster) -> None:
     command = (
         "srun -N2 --ntasks-per-node=1 "
         f"{TORCHRUN} --nnodes=2 --rdzv_backend=c10d --rdzv_endpoint=127.0.0.1:{{port}}"
@@ -233,7 +231,7 @@ def test_multi_node_mpi_without_master_addr_says_what_to_export(tmp_path: Path) 
 
 
 @pytest.mark.slurm
-def test_inspect_json_in_every_task(tmp_path: Path, slurm_cluster: Slurm) -> None:
+def test_inspect_json_in_every_task(tmp_path: Path, slurm_cluster: Cluster) -> None:
     """`srun -N2 -n4 clusterenv inspect --json`: four consistent documents, one per task,
     whose main address is task 0's node, wherever Slurm placed the step (its own
     SLURM_STEP_NODELIST is the truth, never a node name typed here)."""

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from clusterenv.testing import slurm_env
-from tests.launchers.harness import Slurm, free_port, run
+from tests.launchers.harness import Cluster, free_port, run
 
 PROBE = "{python} -m clusterenv probe --timeout 20"
 TORCHRUN = "{python} -m torch.distributed.run"
@@ -60,7 +60,7 @@ def test_probe_succeeds_under_torchrun(
 
 @pytest.mark.slurm
 def test_probe_under_srun_reports_unresolvable_names_then_succeeds(
-    tmp_path: Path, slurm_cluster: Slurm
+    tmp_path: Path, slurm_cluster: Cluster
 ) -> None:
     # The emulated node names do not resolve here: exactly what a broken DNS looks like.
     result = run(f"srun -N2 --ntasks-per-node=2 {PROBE}", tmp_path, slurm=slurm_cluster)

@@ -13,15 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.launchers.conftest import mpi_wheel, mpi_wheel_version, require_launcher
-from tests.launchers.harness import (
-    Slurm,
-    capture_name,
-    check_mpi,
-    check_ranks,
-    check_torchrun,
-    launch,
-    record_capture,
-)
+from tests.launchers.harness import Cluster, capture_name, launch, record_capture
+from tests.truth import check_mpi, check_ranks, check_torchrun
 
 RAY_TRAIN = Path(__file__).with_name("ray_train.py")
 # deepspeed.launcher.launch's --world_info: base64 JSON of {host: [device ids]}, two "hosts".
@@ -52,7 +45,7 @@ def test_deepspeed_launch(name: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.slurm
-def test_deepspeed_in_an_sbatch_script(tmp_path: Path, slurm_cluster: Slurm) -> None:
+def test_deepspeed_in_an_sbatch_script(tmp_path: Path, slurm_cluster: Cluster) -> None:
     """``deepspeed train.py`` in a batch script: each rank is DeepSpeed's (torch.distributed
     agrees), not the batch step Slurm started, which every rank inherits."""
     require_launcher("deepspeed")
@@ -132,7 +125,7 @@ def test_mpi_wheel_launch(name: str, tmp_path: Path) -> None:
 
 @pytest.mark.mpi
 @pytest.mark.slurm
-def test_intel_mpi_under_slurm(tmp_path: Path, host_slurm_cluster: Slurm) -> None:
+def test_intel_mpi_under_slurm(tmp_path: Path, host_slurm_cluster: Cluster) -> None:
     """Intel MPI's hydra inside an allocation starts its proxies with srun: the ranks carry
     the proxies' srun step variables, yet mpiexec started them, and ranks on one node
     (SLURMD_NODENAME) share a node rank."""
