@@ -20,11 +20,11 @@ from pathlib import Path
 from clusterenv import Role, Source, explain_environment
 from clusterenv.sources import DETECTORS
 from tests.envs import examples
+from tests.truth import CAPTURES, EXPECTED
 
 __all__ = ["BLOCKS", "render", "rewrite"]
 
 ROOT = Path(__file__).parents[1]
-CAPTURES = ROOT / "tests" / "data" / "captures"
 
 
 def _captures() -> tuple[dict[str, list[str]], dict[str, set[str]]]:
@@ -35,8 +35,8 @@ def _captures() -> tuple[dict[str, list[str]], dict[str, set[str]]]:
     for path in sorted(CAPTURES.rglob("*.json")):
         capture = json.loads(path.read_text())
         name = str(path.relative_to(CAPTURES).with_suffix(""))
-        read = {str((task.get("spec") or {}).get("source")) for task in capture["tasks"]}
-        for source in sorted(read - {"None"}):
+        specs = json.loads((EXPECTED / path.relative_to(CAPTURES)).read_text())
+        for source in sorted({str(spec["source"]) for spec in specs}):
             if name not in names[source]:
                 names[source].append(name)
             launchers[source].add(_launcher(capture))

@@ -1,10 +1,12 @@
 """Replay every capture of a real launch (tests/data/captures/, `nox -s captures`):
-detection must give what it gave inside the real task, and pass the same ground-truth
-checks, on machines without Slurm, torchrun or MPI."""
+detection must give what tests/data/expected/ says (what it gave inside the real task, or
+since regenerated offline with UPDATE_SNAPSHOTS=1), and pass the same ground-truth checks,
+on machines without Slurm, torchrun or MPI."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +18,7 @@ from clusterenv import detect_environment
 from clusterenv.testing import Launch
 from tests.truth import (
     CAPTURES,
+    EXPECTED,
     check_gridengine,
     check_mpi,
     check_ranks,
@@ -26,6 +29,11 @@ from tests.truth import (
 # Top level: Slurm 22.05 (Debian 12), torchrun, MPI; slurm-24.11/: Debian trixie's Slurm.
 CAPTURE_FILES = sorted(CAPTURES.rglob("*.json"))
 IDS = [str(path.relative_to(CAPTURES).with_suffix("")) for path in CAPTURE_FILES]
+
+
+def test_every_capture_has_its_expected_specs() -> None:
+    expected = sorted(path.relative_to(EXPECTED) for path in EXPECTED.rglob("*.json"))
+    assert expected == [path.relative_to(CAPTURES) for path in CAPTURE_FILES]
 
 
 def test_captures_exist() -> None:
@@ -47,6 +55,8 @@ def _returning(value: int | None) -> Callable[[], int | None]:
 @pytest.mark.parametrize("path", CAPTURE_FILES, ids=IDS)
 def test_replay(path: Path) -> None:
     capture: dict[str, Any] = json.loads(path.read_text())
+    snapshot = EXPECTED / path.relative_to(CAPTURES)
+    expected = json.loads(snapshot.read_text()) if snapshot.exists() else []
     records = []
     for task in capture["tasks"]:
         cpus: int | None = task.get("cpus")  # what the task's CPU probe saw
@@ -54,9 +64,14 @@ def test_replay(path: Path) -> None:
         spec = detect_environment(
             task["env"], gpu_probe=lambda: (), cpu_probe=_returning(cpus), read_file=files.read_file
         ).model_dump(mode="json")
-        assert spec == task["spec"], f"{capture['command']}: detection changed"
         truth = {"torch": task["torch"]} if "torch" in task else {}
         records.append({"env": task["env"], "spec": spec, "cpus": cpus, **truth})
+    specs = [record["spec"] for record in records]
+    if os.environ.get("UPDATE_SNAPSHOTS") == "1":
+        snapshot.parent.mkdir(parents=True, exist_ok=True)
+        snapshot.write_text(json.dumps(specs, indent=1, sort_keys=True) + "\n")
+    else:
+        assert specs == expected, f"{capture['command']}: detection changed ({snapshot})"
     launcher = capture["launcher"]
     if launcher == "slurm":
         check_slurm(records, capture["hostnames"].__getitem__)

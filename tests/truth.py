@@ -18,6 +18,7 @@ from typing import Any
 
 __all__ = [
     "CAPTURES",
+    "EXPECTED",
     "NODE_GPU_VENDOR",
     "Record",
     "check_gridengine",
@@ -28,6 +29,10 @@ __all__ = [
 ]
 
 CAPTURES = Path(__file__).parent / "data" / "captures"
+#: What detection gives in each task of a capture (same relative path), kept apart from the
+#: raw environments so that a change of the spec is regenerated offline: UPDATE_SNAPSHOTS=1
+#: pytest tests/test_captures.py (the truth checks still hold every replay).
+EXPECTED = Path(__file__).parent / "data" / "expected"
 Record = dict[str, Any]  # {"env": {...}, "spec": {...}} or {"env": ..., "error": ...}
 
 

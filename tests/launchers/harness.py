@@ -17,7 +17,7 @@ from typing import Any
 
 from clusterenv import detect_environment
 from tests.launchers.capture import scrub, scrub_text
-from tests.truth import CAPTURES, Record
+from tests.truth import CAPTURES, EXPECTED, Record
 
 REPORT = Path(__file__).with_name("report.py")
 ON_HOST = Path(__file__).with_name("on-host.sh")
@@ -178,18 +178,21 @@ def record_capture(
     if os.environ.get("RECORD_CAPTURES") != "1":
         return
     tasks = [
-        {
-            "env": scrub(record["env"]),
-            "cpus": record["cpus"],
-            "spec": _scrubbed_spec(record),
-            **({"torch": record["torch"]} if "torch" in record else {}),
-            # Host files under their scrubbed paths, as the scrubbed variables name them.
-            **({"files": _scrubbed_files(record["files"])} if "files" in record else {}),
-        }
+        (
+            {
+                "env": scrub(record["env"]),
+                "cpus": record["cpus"],
+                **({"torch": record["torch"]} if "torch" in record else {}),
+                # Host files under their scrubbed paths, as the scrubbed variables name them.
+                **({"files": _scrubbed_files(record["files"])} if "files" in record else {}),
+            },
+            _scrubbed_spec(record),
+        )
         for record in records
     ]
-    tasks.sort(key=lambda task: json.dumps(task, sort_keys=True))
-    capture = {"name": name, "command": command, **extra, "tasks": tasks}
-    path = CAPTURES / f"{name}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(capture, indent=1, sort_keys=True) + "\n")
+    tasks.sort(key=lambda task: json.dumps(task[0], sort_keys=True))
+    capture = {"name": name, "command": command, **extra, "tasks": [t for t, _ in tasks]}
+    for folder, data in ((CAPTURES, capture), (EXPECTED, [spec for _, spec in tasks])):
+        path = folder / f"{name}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
