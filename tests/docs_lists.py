@@ -81,7 +81,9 @@ def index_links() -> str:
     return textwrap.fill(f"Per source, in the order they are tried: {links}.", width=92)
 
 
-def readme_sources() -> str:
+def summary(proven: str) -> str:
+    """Which sources run for real here, and which follow their documentation (``proven``:
+    the link to the proof table from the page)."""
     _, launchers = _captures()
     live = [d for d in DETECTORS if d.proof.startswith("live")]
     documented = [d for d in DETECTORS if d not in live]
@@ -94,7 +96,7 @@ def readme_sources() -> str:
         f"Run for real in its test suite and checked in every task against the launcher's own "
         f"truth: {', '.join(d.name for d in live)} ({', '.join(versions)}). Read from their "
         f"documentation (no real launch here): {', '.join(d.name for d in documented)}. "
-        "[What is proven, and how](docs/detection.md#what-is-proven-and-how).",
+        f"[What is proven, and how]({proven}).",
         width=92,
     )
 
@@ -119,7 +121,8 @@ def builder_table() -> str:
 
 #: (page, block name) -> how it is rendered.
 BLOCKS: dict[tuple[str, str], Callable[[], str]] = {
-    ("README.md", "sources"): readme_sources,
+    ("README.md", "sources"): lambda: summary("docs/detection.md#what-is-proven-and-how"),
+    ("docs/index.md", "summary"): lambda: summary("detection.md#what-is-proven-and-how"),
     ("docs/index.md", "sources"): index_links,
     ("docs/detection.md", "order"): detection_order,
     ("docs/detection.md", "proof"): proof_table,

@@ -17,10 +17,10 @@ clusterenv repository): same names, same values except those that depend on the 
     (8, 1, 1)
 
 ``deepspeed_env`` and ``slurm_env(mpi="cray_shasta")`` are checked against real DeepSpeed
-and ``srun --mpi=cray_shasta`` launches too. Flux (``pals=True`` included), LSF, PBS, PALS
-and Kubeflow builders follow those schedulers' documentation, and the cloud platforms'
-(SageMaker, Vertex AI, AWS Batch, SkyPilot, Volcano, Kubernetes Indexed Jobs)
-theirs (no real launch runs here).
+and ``srun --mpi=cray_shasta`` launches too. The builders of the sources proven from their
+documentation (the proof table of the docs' *How detection works*) follow it: no real
+launch of theirs runs here.
+
 Every builder returns a :class:`Launch`: a ``dict`` of variables whose ``files`` hold
 the host files PBS and LSF write (pass ``read_file=launch.read_file``).
 Impossible parameters (no nodes, a rank outside the launch, a port above 65535) raise
