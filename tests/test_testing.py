@@ -88,6 +88,7 @@ MOCKS: dict[str, Mock] = {
     "gres-gpu": slurm(nodes=2, tasks_per_node=2, gpus_per_node=2),
     "job-name-bash": slurm(nodes=2, tasks_per_node=2),
     "salloc-shell": slurm(nodes=2, step="salloc"),
+    "salloc-shell-gpus": slurm(nodes=2, step="salloc", gpus_per_node=2),
     "salloc-srun-interactive-name": slurm(nodes=2, tasks_per_node=2, within="salloc"),
     "sbatch-batch-step": slurm(nodes=2, tasks_per_node=2, step="batch"),
     "sbatch-batch-step-typed-gpus": slurm(nodes=2, step="batch", gpus_per_node=2, gpu_type="a100"),

@@ -34,6 +34,7 @@ SLURM_LAUNCHES = {
     "sbatch-srun": f"{SBATCH} -N2 --ntasks-per-node=2 --wrap 'srun {{task}}'",
     "sbatch-batch-step-typed-gpus": f"{SBATCH} -N2 --gpus-per-node=a100:2 --wrap '{{task}}'",
     "salloc-shell": "salloc -N2 {task}",
+    "salloc-shell-gpus": "salloc -N2 --gpus-per-node=2 {task}",
     "salloc-srun-interactive-name": "salloc -N2 --ntasks-per-node=2 srun {task}",
     "step-smaller-than-job": "salloc -N3 --ntasks-per-node=2 srun -N1 -n2 -r1 {task}",
     "gpus-per-node": "srun -N2 --ntasks-per-node=2 --gpus-per-node=2 {task}",
@@ -60,6 +61,7 @@ SLURM_LAUNCHES = {
     "srun -N1 -n2 -r1 --mpi=cray_shasta {task}",
 }
 GPUS_PER_NODE = {
+    "salloc-shell-gpus": 2,  # granted, though the submit host's GPUs are not the job's
     "sbatch-batch-step-typed-gpus": 2,
     "gpus-per-node": 2,
     "gres-gpu": 2,
