@@ -13,7 +13,15 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["REDACTED", "escape", "redact_text", "redact_value", "secret_name", "shorten"]
+__all__ = [
+    "REDACTED",
+    "escape",
+    "redact_text",
+    "redact_value",
+    "secret_name",
+    "shorten",
+    "unicode_text",
+]
 
 REDACTED = "<redacted>"
 _WORDS = re.compile(r"TOKEN|SECRET|PASSW|CRED|KEY|AUTH|COOKIE|SESSION", re.IGNORECASE)
@@ -107,6 +115,13 @@ def escape(text: str) -> str:
         else (f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}")
         for char in text
     )
+
+
+def unicode_text(text: str) -> str:
+    """``text`` as valid Unicode: a byte that was not UTF-8 (which Python keeps in
+    ``os.environ`` as a lone surrogate) is written ``\\udcff``, as :func:`escape` shows it,
+    so that no encoder (JSON, a terminal) fails on it."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def shorten(value: str, limit: int = 60) -> str:

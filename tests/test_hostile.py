@@ -382,3 +382,40 @@ def test_a_slot_line_is_a_host_name_alone(tmp_path: Path) -> None:
     with pytest.raises(ClusterEnvError, match="line 2 is not one host name") as raised:
         detect_environment({"PBS_JOBID": "1", "PBS_NODEFILE": str(nodefile)}, gpu_probe=tuple)
     assert "secret-token" not in str(raised.value)
+
+
+@pytest.mark.parametrize("form", [[], ["--json"], ["--markdown"]], ids=["text", "json", "markdown"])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {b"NCCL_SOCKET_IFNAME": b"eth\xff0"},  # not UTF-8: a lone surrogate in os.environ
+        {b"GLOO_SOCKET_IFNAME": "ethé".encode(), b"PYTHONIOENCODING": b"ascii"},
+        {b"NCCL_SOCKET_IFNAME": "ethé".encode(), b"LC_ALL": b"C", b"PYTHONUTF8": b"0"},
+        {b"SLURM_JOB_ID": b"1", b"SLURM_JOB_NUM_NODES": b"1", b"SLURM_NODELIST": b"n\xff1"},
+    ],
+    ids=["non-utf8-byte", "ascii-stdout", "c-locale", "non-utf8-host-name"],
+)
+def test_no_value_locale_or_stream_breaks_the_report(
+    extra: dict[bytes, bytes], form: list[str]
+) -> None:
+    """Every value reaches the report escaped, in every format and locale (issue 39)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "clusterenv", "inspect", *form],
+        capture_output=True,
+        timeout=HANG_GUARD_S,
+        env={b"PATH": os.environb[b"PATH"], b"CUDA_VISIBLE_DEVICES": b"", **extra},
+    )
+    assert b"internal error" not in result.stderr, result.stderr
+    assert result.returncode in (0, 2), result.stderr  # 2: a clear error about the value
+
+
+def test_an_error_into_a_full_stderr_still_exits_2() -> None:
+    with open("/dev/full", "wb") as full:
+        result = subprocess.run(
+            [sys.executable, "-m", "clusterenv", "inspect"],
+            stdout=subprocess.DEVNULL,
+            stderr=full,
+            timeout=HANG_GUARD_S,
+            env={"PATH": os.environ["PATH"], "SLURM_JOB_ID": "not-a-number"},
+        )
+    assert result.returncode == 2

@@ -400,3 +400,30 @@ def test_the_backend_check_is_stopped_at_its_time(monkeypatch: pytest.MonkeyPatc
     spec, _ = launch(2, free_port())[1]
     with pytest.raises(ProbeError, match=r"did not connect rank 1 with the other 1 within 0.2 s"):
         _backend.check_backend(spec, "gloo", 0.2)
+
+
+def test_a_fake_rank_0_that_drips_bytes_keeps_no_rank_past_its_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A byte every 0.1 s, never a line: the exchange ends at the deadline plus the grace
+    (a timeout per read would restart with every byte), as a timeout the rank reports."""
+    monkeypatch.setattr(_client, "GRACE_S", 0.2)
+    stop = threading.Event()
+    with socket.create_server(("127.0.0.1", 0)) as server:
+
+        def dripper() -> None:
+            conn, _ = server.accept()
+            with conn, contextlib.suppress(OSError):
+                for _ in range(100):  # then closes: a rank still reading got a partial reply
+                    if stop.wait(0.1):
+                        return
+                    conn.sendall(b"x")
+
+        thread = threading.Thread(target=dripper, daemon=True)
+        thread.start()
+        try:
+            with pytest.raises(TimeoutError):
+                _client._exchange(server.getsockname(), b"hello\n", time.monotonic() + 0.5)
+        finally:
+            stop.set()
+            thread.join(timeout=TIMEOUT)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import io
 import json
 import os
 import signal
@@ -192,6 +193,9 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):  # any locale or PYTHONIOENCODING: \xe9, not a crash
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     args = _parse(argv)
     previous = _sigterm_interrupts() if args.command == "probe" else None
     try:
@@ -202,14 +206,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C, or the probe's SIGTERM: one line, the shell's 130
         if args.command == "run":
             raise  # the script's, as python shows it
-        print("clusterenv: interrupted", file=sys.stderr)
+        _say("clusterenv: interrupted")
         return 130
     except OSError as error:
         return _output_failed(error, args.debug)
     except (ClusterEnvError, Usage) as error:
         if args.debug and not isinstance(error, Usage):  # a usage error has no code to show
             traceback.print_exc()
-        print(f"clusterenv: error: {escape(redact_text(str(error)))}", file=sys.stderr)
+        _say(f"clusterenv: error: {escape(redact_text(str(error)))}")
         return 2
     except Exception as error:
         return _internal_error(error, args.debug)
@@ -230,28 +234,41 @@ def _output_failed(error: OSError, debug: bool) -> int:
     _drop_stdout()  # what is still buffered can never be written
     if isinstance(error, BrokenPipeError):
         return 0
-    print(f"clusterenv: error: cannot write the output: {error.strerror}", file=sys.stderr)
+    _say(f"clusterenv: error: cannot write the output: {error.strerror}")
     return 2
+
+
+def _say(line: str) -> None:
+    """One line on stderr; where stderr cannot take it (``2>/dev/full``), the exit status
+    still says what happened (not Python's 120 for a failed flush at exit)."""
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError, AttributeError):  # AttributeError: stderr is None
+        _drop(sys.stderr)
 
 
 def _drop_stdout() -> None:
     """Point stdout at /dev/null, so that nothing left in its buffer fails again at exit."""
-    if sys.stdout is None:
+    _drop(sys.stdout)
+
+
+def _drop(stream: Any) -> None:
+    """Point ``stream`` at /dev/null, so that nothing left in its buffer fails at exit."""
+    if stream is None:
         return
     with contextlib.suppress(OSError, ValueError):
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, stream.fileno())
 
 
 def _internal_error(error: BaseException, debug: bool) -> int:
     """A bug of ours: one line, and how to report it."""
     if debug:
         traceback.print_exception(type(error), error, error.__traceback__)
-    print(
+    _say(
         f"clusterenv: internal error: {type(error).__name__}: "
         f"{escape(redact_text(str(error)))[:300]} (run with --debug for the traceback, and "
-        "report it)",
-        file=sys.stderr,
+        "report it)"
     )
     return 2
 

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from clusterenv._capture import launcher_variables
 from clusterenv._detect import host_files
 from clusterenv._machine import Machine
-from clusterenv._reader import MAX_FILE_BYTES, read_bytes
+from clusterenv._reader import MAX_FILE_BYTES, MAX_VALUE_LENGTH, read_bytes
 from clusterenv._safe import escape, shorten
 
 __all__ = ["CAPTURE_VERSION", "FORMATS", "EnvFile", "Usage", "capture", "read_env_file"]
@@ -27,6 +27,9 @@ __all__ = ["CAPTURE_VERSION", "FORMATS", "EnvFile", "Usage", "capture", "read_en
 CAPTURE_VERSION = 1
 
 FORMATS = "`env`/`printenv` output, NAME=VALUE lines, JSON or `clusterenv capture` output"
+#: More variables than a process environment holds in practice (Linux passes it within
+#: ARG_MAX, 2 MiB by default): refused before anything reads them.
+MAX_VARIABLES = 65_536
 
 
 class Usage(Exception):
@@ -64,6 +67,8 @@ def read_env_file(path: str) -> EnvFile:
     an error, not an empty (local) environment."""
     name = escape(shorten(path, 200))
     text = _text(path, name).removeprefix("\ufeff")  # a UTF-8 BOM from an editor
+    if text.count("\n") > MAX_VARIABLES:
+        raise Usage(f"--env-file {name} has more than {MAX_VARIABLES} lines: not an environment")
     if text.lstrip().startswith(("{", "[")):
         try:
             data = json.loads(text)
@@ -85,7 +90,21 @@ def read_env_file(path: str) -> EnvFile:
                 env[key.strip()] = value.strip().strip("'\"")
     if not env and not captured:  # a capture of a plain machine may hold none
         raise Usage(f"--env-file {name} has no variables; it should hold {FORMATS}")
+    _check_sizes(name, env)
     return EnvFile(env, recorded, machine)
+
+
+def _check_sizes(name: str, env: Mapping[str, str]) -> None:
+    """No process holds a value over 128 KiB (Linux's MAX_ARG_STRLEN) or more variables than
+    :data:`MAX_VARIABLES`: such a file is refused before anything reads a value."""
+    if len(env) > MAX_VARIABLES:
+        raise Usage(f"--env-file {name} has more than {MAX_VARIABLES} variables")
+    for key, value in env.items():
+        if len(value) > MAX_VALUE_LENGTH:
+            raise Usage(
+                f"--env-file {name}: {escape(shorten(key))} is {len(value)} characters long, "
+                f"more than a process environment holds ({MAX_VALUE_LENGTH})"
+            )
 
 
 def _machine(name: str, data: Any) -> Machine | None:

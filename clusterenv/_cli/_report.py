@@ -23,7 +23,7 @@ from clusterenv._gpu_probe import probe_gpus
 from clusterenv._machine import Machine, collect_machine, network_variables
 from clusterenv._probe._network import is_address, lookup, loopback
 from clusterenv._reader import read_text_file
-from clusterenv._safe import redact_text, redact_value
+from clusterenv._safe import redact_text, redact_value, unicode_text
 from clusterenv._spec import GpuInventory, ResourceSpec, Source
 from clusterenv.exceptions import ClusterEnvError
 
@@ -178,9 +178,9 @@ def redact_json(data: Any) -> Any:
     """``data`` with every string redacted (JSON stays exact: ``json.dumps`` escapes the
     control characters itself)."""
     if isinstance(data, str):
-        return redact_text(data)
+        return redact_text(unicode_text(data))
     if isinstance(data, dict):
-        return {key: redact_json(value) for key, value in data.items()}
+        return {unicode_text(key): redact_json(value) for key, value in data.items()}
     if isinstance(data, list | tuple):
         return [redact_json(value) for value in data]
     return data

@@ -26,6 +26,8 @@ from clusterenv._probe._report import ProbeError
 __all__ = ["ask", "pause_s"]
 
 _CONNECT_RETRY_S = 0.05
+#: How long after the deadline rank 0 may still answer (a rank told to retry asks late).
+GRACE_S = 5.0
 
 
 def ask(
@@ -124,11 +126,18 @@ def _exchange(address: tuple[str, int], data: bytes, deadline: float) -> bytes |
             # TCP's self-connect: on one host, retrying a port nobody listens on can pick it
             # as the local port and connect to itself, holding the port rank 0 needs.
             raise ConnectionRefusedError(111, "Connection refused (self-connect)")
-        conn.settimeout(max(0.1, deadline - time.monotonic()) + 5.0)
+        # One end for the whole exchange: a peer that drips a byte at a time must not keep
+        # this rank past it (a timeout per recv would restart with every byte).
+        end = max(time.monotonic() + 0.1, deadline) + GRACE_S
         reply = bytearray()
         try:
+            conn.settimeout(end - time.monotonic())
             conn.sendall(data)
             while b"\n" not in reply and len(reply) <= MAX_MESSAGE:
+                left = end - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(110, "rank 0 did not answer in time")
+                conn.settimeout(left)
                 chunk = conn.recv(MAX_MESSAGE + 1 - len(reply))
                 if not chunk:  # closed: what came so far is the answer, judged as such
                     break
