@@ -12,9 +12,8 @@ from collections.abc import Mapping
 from clusterenv._detect import launch_facts
 from clusterenv._finding import Finding
 from clusterenv._frameworks import launcher_for, torchrun_arguments
-from clusterenv._gpu import VENDOR_VARIABLES
-from clusterenv._safe import shorten
-from clusterenv._spec import GpuVendor, ResourceSpec, Role
+from clusterenv._gpu import gpu_findings
+from clusterenv._spec import ResourceSpec, Role
 from clusterenv.sources import findings
 
 __all__ = ["diagnose"]
@@ -32,6 +31,7 @@ def diagnose(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
                 message=f"this is {launch.description}: one process, not the ranks",
                 fix=f"start them with `{launcher} python train.py` (or `{launcher} clusterenv "
                 "inspect`)",
+                level="info",
             )
         )
     elif spec.role is Role.NODE:
@@ -43,6 +43,7 @@ def diagnose(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
                 f"{spec.devices_per_node} ranks",
                 fix=f"start them with `{torchrun} train.py`, or let Lightning "
                 "start them (`clusterenv run train.py`)",
+                level="info",
             )
         )
     elif spec.role is Role.SHELL:
@@ -52,6 +53,7 @@ def diagnose(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
                 message=f"this is {launch.description}, on the submit host outside the "
                 "allocation's nodes",
                 fix=f"run `{launcher_for(spec)} clusterenv inspect` to see what each task gets",
+                level="info",
             )
         )
     if spec.role is Role.BATCH and spec.world_size != spec.num_nodes * spec.devices_per_node:
@@ -63,16 +65,35 @@ def diagnose(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
                 fix=launch.hints.uneven,
             )
         )
-    if spec.gpus_per_node and not spec.visible_devices and spec.role is not Role.SHELL:
-        names = VENDOR_VARIABLES[spec.gpu_vendor or GpuVendor.NVIDIA]
-        name = next((name for name in names if name in env), names[0])
-        shown = repr(shorten(env[name])) if name in env else "unset"
+    return [*found, *_process_findings(spec, env), *gpu_findings(spec, env), *findings(spec, env)]
+
+
+def _process_findings(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
+    """What breaks any launch: an empty main address, threads beyond the CPUs."""
+    found = []
+    given = env.get("MASTER_ADDR")
+    if given is not None and not given.strip():
         found.append(
             Finding(
-                id="gpus-hidden",
-                message=f"{spec.gpus_per_node} GPUs per node are allocated but {name} is "
-                f"{shown} and none is visible",
-                fix=f"do not set {name} in the job script",
+                id="main-address-empty",
+                message="MASTER_ADDR is set but empty (a command substitution such as "
+                "$(scontrol show hostnames ...) that printed nothing, in a container "
+                f"without it): torch.distributed reads it as it is, clusterenv uses "
+                f"{spec.master_addr}",
+                fix="unset MASTER_ADDR, or export it from clusterenv (eval $(clusterenv env))",
+                level="error" if spec.world_size > 1 else "warning",
             )
         )
-    return found + findings(spec, env)
+    threads = env.get("OMP_NUM_THREADS", "").strip()
+    cpus = spec.cpus_per_rank
+    if threads.isdigit() and len(threads) < 6 and cpus and int(threads) > cpus:
+        found.append(
+            Finding(
+                id="omp-oversubscribed",
+                message=f"OMP_NUM_THREADS={threads} threads in each of this node's "
+                f"{spec.devices_per_node} rank(s), which may run on {cpus} CPU(s) each: the "
+                "threads fight over the cores",
+                fix=f"export OMP_NUM_THREADS={cpus}",
+            )
+        )
+    return found

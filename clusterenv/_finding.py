@@ -3,9 +3,16 @@ and how to fix it."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["Finding"]
+__all__ = ["Finding", "Level"]
+
+#: ``info``: what the process is, or a fact worth knowing, on a correct launch too;
+#: ``warning``: what will break or slow the job; ``error``: a hang or failure is certain
+#: (the pre-flight check stops there).
+Level = Literal["info", "warning", "error"]
 
 
 class Finding(BaseModel):
@@ -21,6 +28,7 @@ class Finding(BaseModel):
     id: str
     message: str
     fix: str
+    level: Level = "warning"
 
     def __str__(self) -> str:
         return f"{self.message}. Fix: {self.fix}"

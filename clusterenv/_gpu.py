@@ -11,15 +11,17 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from clusterenv._finding import Finding
 from clusterenv._reader import EnvReader, GpuProbe
 from clusterenv._safe import shorten
-from clusterenv._spec import Accelerator, Fields, GpuInventory, GpuVendor
+from clusterenv._spec import Accelerator, Fields, GpuInventory, GpuVendor, ResourceSpec, Role
 from clusterenv.exceptions import InconsistentEnvironmentError
 
 __all__ = [
     "GPU_VARIABLES",
     "VENDOR_VARIABLES",
     "Gpus",
+    "gpu_findings",
     "inventory",
     "parse_cuda_visible_devices",
     "parse_ze_affinity_mask",
@@ -201,3 +203,57 @@ class Gpus:
     def count(self) -> int:
         """How many GPUs this process sees."""
         return self()["gpus_per_node"]
+
+
+def gpu_findings(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
+    """What makes a rank miss its GPU: none visible of those granted, two vendors' masks at
+    once, several MIG slices (CUDA uses one), a local rank past the GPUs this task sees."""
+    found = []
+    if spec.gpus_per_node and not spec.visible_devices and spec.role is not Role.SHELL:
+        names = VENDOR_VARIABLES[spec.gpu_vendor or GpuVendor.NVIDIA]
+        name = next((name for name in names if name in env), names[0])
+        shown = repr(shorten(env[name])) if name in env else "unset"
+        found.append(
+            Finding(
+                id="gpus-hidden",
+                message=f"{spec.gpus_per_node} GPUs per node are allocated but {name} is "
+                f"{shown} and none is visible",
+                fix=f"do not set {name} in the job script",
+            )
+        )
+    if "ROCR_VISIBLE_DEVICES" in env and "HIP_VISIBLE_DEVICES" in env:
+        rocr, hip = shorten(env["ROCR_VISIBLE_DEVICES"]), shorten(env["HIP_VISIBLE_DEVICES"])
+        found.append(
+            Finding(
+                id="gpus-double-mask",
+                message=f"ROCR_VISIBLE_DEVICES={rocr!r} and HIP_VISIBLE_DEVICES={hip!r}: HIP "
+                "numbers the GPUs ROCr left visible from 0, so the second mask picks among "
+                "those, and PyTorch may find no GPU at all",
+                fix="set one of them (Slurm sets ROCR_VISIBLE_DEVICES; unset HIP_VISIBLE_DEVICES)",
+            )
+        )
+    slices = [d for d in spec.visible_devices if d.startswith("MIG-")]
+    if len(slices) > 1:
+        found.append(
+            Finding(
+                id="gpus-several-mig",
+                message=f"{len(slices)} MIG slices visible to one process "
+                f"({shorten(', '.join(slices))}): CUDA uses only the first",
+                fix="give each rank one slice (one task per MIG device, or "
+                "CUDA_VISIBLE_DEVICES=<its MIG UUID> per rank)",
+            )
+        )
+    seen = len(spec.visible_devices)
+    if spec.role is Role.RANK and 0 < seen <= spec.local_rank < spec.devices_per_node:
+        found.append(
+            Finding(
+                id="gpus-per-task",
+                message=f"local rank {spec.local_rank} will ask for GPU {spec.local_rank}, "
+                f"which this task cannot see: it sees {seen} "
+                f"({shorten(','.join(spec.visible_devices))}), as a per-task binding gives",
+                fix="let every task see all GPUs of its node (srun --gpu-bind=none, "
+                "--gpus-per-node instead of --gpus-per-task), or index the GPUs this task "
+                "sees (clusterenv.torch.device())",
+            )
+        )
+    return found

@@ -17,14 +17,22 @@ from importlib import metadata
 
 from pydantic import BaseModel, ConfigDict
 
+from clusterenv._container import container_findings, container_runtime
 from clusterenv._cpu import probe_cpus
+from clusterenv._finding import Finding
 from clusterenv._gpu import inventory
 from clusterenv._reader import GpuProbe
 from clusterenv._safe import redact_value, shorten
-from clusterenv._spec import GpuInventory
+from clusterenv._spec import GpuInventory, ResourceSpec
 from clusterenv.sources import present
 
-__all__ = ["NETWORK_PREFIXES", "Machine", "collect_machine", "network_variables"]
+__all__ = [
+    "NETWORK_PREFIXES",
+    "Machine",
+    "collect_machine",
+    "machine_findings",
+    "network_variables",
+]
 
 #: The packages whose versions a bug report needs (those installed are listed).
 PACKAGES = ("clusterenv", "pydantic", "torch", "lightning", "pytorch_lightning", "mpi4py")
@@ -53,6 +61,13 @@ class Machine(BaseModel):
     #: The version of each scheduler and launcher present (by source: the first line its
     #: ``version_command`` prints), where the command is installed.
     launchers: dict[str, str] = {}
+    #: This node's network interfaces (``None``: not recorded).
+    interfaces: list[str] | None = None
+    #: The container runtime this process runs in, by its own markers (``None``: none).
+    container: str | None = None
+    #: Names looked up here: the main address of a multi-node job -> its addresses (``[]``:
+    #: it does not resolve on this machine).
+    resolved: dict[str, list[str]] = {}
 
 
 def _versions() -> dict[str, str]:
@@ -131,7 +146,42 @@ def collect_machine(gpu_probe: GpuProbe, env: Mapping[str, str]) -> Machine:
         affinity=len(mask) if mask else probe_cpus(),  # one affinity query, not two
         affinity_list=_ranges(mask) or None,
         launchers=_launcher_versions(env),
+        interfaces=sorted(name for _, name in socket.if_nameindex()),
+        container=container_runtime(env),
     )
+
+
+def machine_findings(spec: ResourceSpec, env: Mapping[str, str], machine: Machine) -> list[Finding]:
+    """What only this machine tells: the container it runs in, interfaces that are not here."""
+    found = container_findings(spec, machine.container)
+    for name in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):
+        value = env.get(name)
+        if value is None or machine.interfaces is None or _matches(name, value, machine.interfaces):
+            continue
+        here = ", ".join(machine.interfaces) or "none"
+        found.append(
+            Finding(
+                id="interface-missing",
+                message=f"{name}={shorten(value)!r} names no interface of this node ({here}): "
+                f"{name.split('_')[0]} then fails to connect, NCCL silently",
+                fix=f"set {name} to this node's interface on the network the ranks share "
+                "(the same name on every node), or unset it",
+            )
+        )
+    return found
+
+
+def _matches(name: str, value: str, interfaces: list[str]) -> bool:
+    """Whether ``value`` selects an interface here: NCCL's list matches name prefixes (an
+    exact name after ``=``, an exclusion list after ``^``), Gloo's names exactly."""
+    items = [item.strip() for item in value.split(",") if item.strip()]
+    if name.startswith("GLOO"):
+        return any(item in interfaces for item in items)
+    if value.lstrip().startswith("^"):  # only exclusions: some interface is left
+        return True
+    exact = value.lstrip().startswith("=")
+    wanted = [item.lstrip("=") for item in items]
+    return any(i == w if exact else i.startswith(w) for i in interfaces for w in wanted)
 
 
 def is_network(name: str) -> bool:

@@ -19,6 +19,7 @@ from clusterenv.testing import Launch
 from tests.truth import (
     CAPTURES,
     EXPECTED,
+    check_findings,
     check_gridengine,
     check_mpi,
     check_ranks,
@@ -72,6 +73,7 @@ def test_replay(path: Path) -> None:
         snapshot.write_text(json.dumps(specs, indent=1, sort_keys=True) + "\n")
     else:
         assert specs == expected, f"{capture['command']}: detection changed ({snapshot})"
+    check_findings(str(path.relative_to(CAPTURES).with_suffix("")), records)
     launcher = capture["launcher"]
     if launcher == "slurm":
         check_slurm(records, capture["hostnames"].__getitem__)

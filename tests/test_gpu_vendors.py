@@ -103,7 +103,7 @@ def test_a_plain_list_from_a_probe_means_nvidia() -> None:
     ("vendor", "variable"),
     [("amd", "ROCR_VISIBLE_DEVICES"), ("intel", "ZE_AFFINITY_MASK")],
 )
-def test_a_vendor_rank_is_detected_without_a_false_warning(vendor: str, variable: str) -> None:
+def test_a_vendor_rank_is_detected_and_told_its_per_task_gpu(vendor: str, variable: str) -> None:
     env = slurm_env(1, 2, 1, gpus_per_task=1, gpu_vendor=vendor)  # type: ignore[arg-type]
     assert set(env) & {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK"} == {
         variable
@@ -112,7 +112,7 @@ def test_a_vendor_rank_is_detected_without_a_false_warning(vendor: str, variable
     spec = detection.spec
     assert (spec.gpu_vendor, spec.visible_devices, spec.gpus_per_node) == (vendor, ("1",), 2)
     assert variable in detection.origins["visible_devices"]
-    assert diagnose(spec, env) == []
+    assert [finding.id for finding in diagnose(spec, env)] == ["gpus-per-task"]  # no other
 
 
 def test_the_warning_for_hidden_gpus_names_the_vendors_variable() -> None:

@@ -41,7 +41,6 @@ def on_machine(monkeypatch: pytest.MonkeyPatch) -> Any:
 
     def apply(machine: Machine | None, env: dict[str, str]) -> None:
         collect = (lambda probe, env: machine) if machine else (lambda probe, env: _never())
-        monkeypatch.setattr("clusterenv._cli.collect_machine", collect)
         monkeypatch.setattr("clusterenv._cli._report.collect_machine", collect)
         gpus, cpus = (lambda: machine.gpus, lambda: machine.affinity) if machine else (_never,) * 2
         monkeypatch.setattr("clusterenv._detect.probe_gpus", gpus)
@@ -125,6 +124,7 @@ def test_the_json_validates_against_the_published_schema(
         "message": "this is the batch step of an sbatch script (job 4242): one process, not "
         "the ranks",
         "fix": "start them with `srun python train.py` (or `srun clusterenv inspect`)",
+        "level": "info",
     }
     assert data["origins"]["master_port"] == [{"variable": "SLURM_JOB_ID", "value": "4242"}]
 

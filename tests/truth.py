@@ -16,11 +16,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from clusterenv import ResourceSpec
+from clusterenv._diagnose import diagnose
+
 __all__ = [
     "CAPTURES",
     "EXPECTED",
     "NODE_GPU_VENDOR",
+    "WARNED",
     "Record",
+    "check_findings",
     "check_gridengine",
     "check_mpi",
     "check_ranks",
@@ -178,3 +183,27 @@ def check_gridengine(records: list[Record]) -> None:
     jobs = [r["spec"] for r in records if "OMPI_COMM_WORLD_RANK" not in r["env"]]
     ports = {spec["master_port"] for spec in jobs}
     assert len(ports) == len({spec["job_id"] for spec in jobs}), "array tasks share a port"
+
+
+#: The recorded launches that are wrong on purpose, by capture name (both Slurm releases),
+#: with the findings each must get above a note; every other launch is a correct one and
+#: gets none (issue 39: a warning never fires on a correct launch).
+WARNED: dict[str, set[str]] = {
+    "gpus-per-task": {"gpus-per-task"},  # local rank 1 indexes a GPU its task cannot see
+    "amd-gpus-per-task": {"gpus-per-task"},
+    "het-job": {"slurm.ntasks-without-per-node"},  # 1 and 2 tasks: uneven
+    "srun-N2-n3-uneven": {"slurm.ntasks-without-per-node"},
+    "srun-N2-n4-cyclic": {"slurm.ntasks-without-per-node"},
+    "srun-arbitrary-hostfile": {"slurm.ntasks-without-per-node"},
+    "srun-four-nodes-uneven": {"slurm.ntasks-without-per-node"},
+}
+
+
+def check_findings(name: str, records: list[Record]) -> None:
+    """What ``diagnose`` says of a launch's tasks above a note: exactly what :data:`WARNED`
+    expects of ``name`` (a capture name, with or without its release folder)."""
+    found = set()
+    for record in records:
+        spec = ResourceSpec.model_validate(record["spec"])
+        found |= {f.id for f in diagnose(spec, record["env"]) if f.level != "info"}
+    assert found == WARNED.get(name.rpartition("/")[2], set()), f"{name}: {found}"

@@ -24,10 +24,8 @@ from clusterenv._cli._env import FORMATS, env_text
 from clusterenv._cli._envfile import EnvFile, Usage, capture, read_env_file
 from clusterenv._cli._probe import probe_command, timeout_option
 from clusterenv._cli._render import markdown, text
-from clusterenv._cli._report import inspect_report, live_report
+from clusterenv._cli._report import inspect_report, live_report, machine_here
 from clusterenv._cli._run import run
-from clusterenv._gpu_probe import probe_gpus
-from clusterenv._machine import collect_machine
 from clusterenv._probe import DEFAULT_TIMEOUT
 from clusterenv._safe import escape, redact_text
 from clusterenv._spec import Source
@@ -99,7 +97,9 @@ def _parser() -> argparse.ArgumentParser:
         help="read the environment from a file (env/printenv output, KEY=VALUE lines or JSON; "
         "'-' for stdin) instead of this process's",
     )
-    inspect.add_argument("--strict", action="store_true", help="exit 1 when there are warnings")
+    inspect.add_argument(
+        "--strict", action="store_true", help="exit 1 when there are warnings (not notes)"
+    )
     inspect.add_argument(
         "--lightning",
         nargs="?",
@@ -299,7 +299,7 @@ def _main(args: argparse.Namespace) -> int:
     given = read_env_file(args.env_file) if args.env_file else None
     if args.command == "capture":
         if given is None:
-            given = EnvFile(dict(os.environ), {}, collect_machine(probe_gpus, os.environ))
+            given = EnvFile(dict(os.environ), {}, machine_here(os.environ))
         print(json.dumps(capture(given.env, given.machine), indent=2))
         return 0
     if given is None:
@@ -310,4 +310,4 @@ def _main(args: argparse.Namespace) -> int:
         print(result.model_dump_json(indent=2))
     else:
         print(markdown(result) if args.markdown else text(result))
-    return 1 if args.strict and result.warnings else 0
+    return 1 if args.strict and any(w.level != "info" for w in result.warnings) else 0

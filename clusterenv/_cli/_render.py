@@ -137,8 +137,10 @@ def text(report: InspectReport) -> str:
         for name, value in report.lightning["trainer_kwargs"].items():
             lines += _wrap(escape(str(value)), f"  {name:<23} ", " " * 26)
     for warning in report.warnings:
-        first, *rest = _wrap(escape(f"warning [{warning.id}]: {warning}"), "", "  ")
-        lines += [first.replace("warning", f"{yellow}warning{reset}", 1), *rest]
+        level = "note" if warning.level == "info" else warning.level
+        first, *rest = _wrap(escape(f"{level} [{warning.id}]: {warning}"), "", "  ")
+        shown = level if warning.level == "info" else f"{yellow}{level}{reset}"
+        lines += [first.replace(level, shown, 1), *rest]
     return "\n".join(lines)
 
 
@@ -170,6 +172,7 @@ def markdown(report: InspectReport) -> str:
     if report.warnings:
         out += ["", "**warnings**", ""]
         out += [
-            f"- `{w.id}`: {escape(w.message)}. **Fix:** {escape(w.fix)}" for w in report.warnings
+            f"- `{w.id}` ({w.level}): {escape(w.message)}. **Fix:** {escape(w.fix)}"
+            for w in report.warnings
         ]
     return "\n".join(out)

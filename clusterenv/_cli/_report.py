@@ -20,8 +20,8 @@ from clusterenv._detect import explain_environment
 from clusterenv._diagnose import diagnose
 from clusterenv._finding import Finding
 from clusterenv._gpu_probe import probe_gpus
-from clusterenv._machine import Machine, collect_machine, network_variables
-from clusterenv._probe._network import is_address, lookup, loopback
+from clusterenv._machine import Machine, collect_machine, machine_findings, network_variables
+from clusterenv._probe._network import is_address, is_loopback, lookup
 from clusterenv._reader import read_text_file
 from clusterenv._safe import redact_text, redact_value, unicode_text
 from clusterenv._spec import GpuInventory, ResourceSpec, Source
@@ -101,30 +101,56 @@ def inspect_report(
 def live_report(env: Mapping[str, str], lightning: str | None = None) -> InspectReport:
     """The report for this process, on this machine, with what only this machine can tell
     (where the main address resolves)."""
-    report = _build(env, {}, collect_machine(probe_gpus, env), "process", lightning)
-    warnings = [*report.warnings, *_loopback_main_address(report.spec)]
-    return report.model_copy(update={"warnings": warnings})
+    return _build(env, {}, machine_here(env), "process", lightning)
 
 
-def _loopback_main_address(spec: ResourceSpec) -> list[Finding]:
-    """A multi-node job whose main address is a name that resolves to loopback here
-    (Debian's /etc/hosts maps a host's own name to 127.0.1.1): no other node can reach rank
-    0 there. A loopback literal is deliberate (several "nodes" on one machine)."""
+def machine_here(env: Mapping[str, str]) -> Machine:
+    """This machine as `inspect` shows it and `capture` records it: with where the main
+    address of ``env``'s job resolves here, so that a replay gives the same report."""
+    machine = collect_machine(probe_gpus, env)
+    gpus = machine.gpus or GpuInventory()
+    try:
+        spec = explain_environment(
+            env, gpu_probe=lambda: gpus, cpu_probe=lambda: machine.affinity
+        ).spec
+    except ClusterEnvError:
+        return machine
     if spec.num_nodes < 2 or is_address(spec.master_addr):
-        return []
+        return machine  # a literal is deliberate (several "nodes" on one machine)
     try:
         found = lookup(spec.master_addr, spec.master_port, time.monotonic() + 1.0)
-    except (OSError, TimeoutError):  # unresolvable: the probe says so, with its fix
+    except (OSError, TimeoutError):
+        found = []
+    addresses = sorted({host for _, (host, _) in found})
+    return machine.model_copy(update={"resolved": {spec.master_addr: addresses}})
+
+
+def _main_address_findings(spec: ResourceSpec, machine: Machine) -> list[Finding]:
+    """A main address that does not resolve where the machine looked it up, or resolves to
+    loopback only (Debian's /etc/hosts maps a host's own name to 127.0.1.1): no rank
+    reaches rank 0 there."""
+    addresses = machine.resolved.get(spec.master_addr)
+    if addresses is None or spec.num_nodes < 2:
         return []
-    if not loopback(found):
+    if not addresses:
+        return [
+            Finding(
+                id="main-address-unresolved",
+                message=f"the main address {spec.master_addr!r} does not resolve on this "
+                "node: this rank cannot reach rank 0",
+                fix="export MASTER_ADDR as a name every node resolves (or rank 0's IP "
+                "address); check /etc/hosts and DNS on this node",
+                level="error",
+            )
+        ]
+    if not all(is_loopback(address) for address in addresses):
         return []
-    addresses = ", ".join(sorted({host for _, (host, _) in found}))
     return [
         Finding(
             id="loopback-main-address",
-            message=f"the main address {spec.master_addr!r} resolves to {addresses} on this "
-            f"node, a loopback address: the other {spec.num_nodes - 1} node(s) cannot reach "
-            "rank 0 there",
+            message=f"the main address {spec.master_addr!r} resolves to "
+            f"{', '.join(addresses)} on this node, a loopback address: the other "
+            f"{spec.num_nodes - 1} node(s) cannot reach rank 0 there",
             fix="export MASTER_ADDR as rank 0's address on the cluster network (its IP), or "
             "map its name to that address in /etc/hosts (not 127.0.1.1)",
         )
@@ -147,7 +173,11 @@ def _build(
         env, gpu_probe=lambda: gpus, cpu_probe=lambda: machine.affinity, read_file=read_file
     )
     spec = detection.spec
-    warnings = diagnose(spec, env)
+    warnings = [
+        *diagnose(spec, env),
+        *machine_findings(spec, env, machine),
+        *_main_address_findings(spec, machine),
+    ]
     adapter: dict[str, Any] | None = None
     if lightning:
         adapter, problems = _lightning(spec, lightning)

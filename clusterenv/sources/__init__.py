@@ -68,8 +68,9 @@ def present(env: Mapping[str, str]) -> list[Detector]:
 
 def findings(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
     """What the sources know breaks ``spec``'s job: the detected source's findings, then
-    those of every other source present in ``env`` (a scheduler around a launcher)."""
+    those of every other source whose variables ``env`` has (a scheduler around a launcher,
+    a batch step a launcher runs in)."""
     around = present(env)
     detector = detector_for(spec.source)
-    hooks = [detector, *(other for other in around if other is not detector)]
+    hooks = [detector, *(d for d in DETECTORS if d is not detector and d.present(env))]
     return [finding for hook in hooks for finding in hook.diagnose(spec, env, around)]

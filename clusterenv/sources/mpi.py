@@ -117,6 +117,7 @@ class MpiDetector(Detector):
                 message=f"mpirun inside a {other.name} job: no MPI variable names the node, so "
                 "each rank's node is derived assuming the same number of ranks per node",
                 fix=other.hints.mpi,
+                level="info",
             )
             for other in present
             if other.hints.mpi
@@ -129,6 +130,7 @@ class MpiDetector(Detector):
                     message="neither MASTER_PORT nor a job id is set, so the ranks meet on the "
                     f"default port {spec.master_port}; two such jobs on one node collide",
                     fix="export MASTER_PORT (a port unique to the job) to every rank",
+                    level="info",
                 )
             )
         return warnings

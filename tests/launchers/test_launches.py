@@ -16,7 +16,7 @@ from tests.launchers.harness import (
     scontrol_hostnames,
     slurm_version,
 )
-from tests.truth import check_mpi, check_slurm, check_torchrun
+from tests.truth import check_findings, check_mpi, check_slurm, check_torchrun
 
 # {task} runs the report script in each task. sbatch jobs use --wait; -o /dev/null
 # keeps the batch output out of the working directory.
@@ -108,6 +108,7 @@ def test_slurm_launch(name: str, tmp_path: Path, slurm_cluster: Cluster) -> None
     records = launch(SLURM_LAUNCHES[name], tmp_path, slurm=slurm_cluster)
     hostnames = _hostnames(records, slurm_cluster)
     check_slurm(records, hostnames.__getitem__)
+    check_findings(name, records)
     job_names = {"salloc-srun-interactive-name": "interactive", "job-name-bash": "bash"}
     for record in records:
         spec = record["spec"]
@@ -137,6 +138,7 @@ def test_a_batch_step_without_a_task_count_describes_what_srun_starts(
     records = launch(NO_TASK_COUNT, tmp_path, slurm=slurm_cluster)
     hostnames = _hostnames(records, slurm_cluster)
     check_slurm(records, hostnames.__getitem__)
+    check_findings("sbatch-no-task-count", records)
     (batch,) = [record for record in records if record["spec"]["role"] == "batch"]
     assert batch["env"]["SLURM_TASKS_PER_NODE"] == "3(x2)"
     assert "SLURM_NTASKS" not in batch["env"]

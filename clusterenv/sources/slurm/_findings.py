@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from clusterenv._finding import Finding
+from clusterenv._finding import Finding, Level
 from clusterenv._reader import parse_integer
 from clusterenv._safe import shorten
 from clusterenv._spec import ResourceSpec, Role
@@ -29,9 +29,9 @@ def slurm_findings(
     ours = spec.source is slurm.source
     found = []
 
-    def warn(condition: bool, what: str, message: str, fix: str) -> None:
+    def warn(condition: bool, what: str, message: str, fix: str, level: Level = "warning") -> None:
         if condition:
-            found.append(Finding(id=f"slurm.{what}", message=message, fix=fix))
+            found.append(Finding(id=f"slurm.{what}", message=message, fix=fix, level=level))
 
     warn(
         ours
@@ -43,14 +43,21 @@ def slurm_findings(
         "Lightning expects one task per GPU",
         f"--ntasks-per-node={spec.gpus_per_node}",
     )
+    placed = _layout(env)
     warn(
         any(name in env for name in NTASKS)
         and "SLURM_NTASKS_PER_NODE" not in env
         and spec.num_nodes > 1,
         "ntasks-without-per-node",
-        "--ntasks without --ntasks-per-node: Slurm may spread tasks unevenly and "
-        "Lightning's own SLURMEnvironment refuses the job",
+        f"--ntasks without --ntasks-per-node: Slurm placed {shorten(placed or '?')} tasks per "
+        "node"
+        + (
+            ", not the same number on every node"
+            if _uneven(placed)
+            else "; where Lightning detects Slurm itself, it refuses the job"
+        ),
         "use --ntasks-per-node",
+        "warning" if _uneven(placed) else "info",
     )
     step_tasks = env.get("SLURM_STEP_TASKS_PER_NODE", "")
     inner = next((d for d in present if d.source is spec.source), None)
@@ -88,16 +95,93 @@ def slurm_findings(
         "het-component-0",
         "a heterogeneous job: this describes its component 0, what a plain srun starts",
         "srun --het-group=N for another component",
+        "info",
     )
     job_name = env.get("SLURM_JOB_NAME")
     warn(
         job_name in ("bash", "interactive") and spec.role is Role.RANK and spec.world_size > 1,
         "job-name",
-        f"SLURM_JOB_NAME={job_name!r}: Lightning's own SLURM detection then treats every "
+        f"SLURM_JOB_NAME={job_name!r}: where Lightning detects Slurm itself, it treats every "
         "task as rank 0",
         "pass clusterenv's cluster environment to the Trainer, or name the job (--job-name)",
+        "info",
     )
+    found += _cpus_and_steps(slurm, spec, env, present)
     return found
+
+
+def _cpus_and_steps(
+    slurm: Detector, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]
+) -> list[Finding]:
+    """What a step gets of its job: the CPUs srun no longer inherits (22.05+), a torchrun
+    left in the batch step, a step smaller than its job."""
+    found = []
+    task = spec.source is slurm.source and spec.role is Role.RANK
+    granted = _integer(env.get("SLURM_CPUS_PER_TASK"))
+    if (
+        task
+        and granted
+        and "SRUN_CPUS_PER_TASK" not in env
+        and spec.cpus_per_rank is not None
+        and spec.cpus_per_rank < granted
+    ):
+        found.append(
+            Finding(
+                id="slurm.cpus-not-inherited",
+                message=f"SLURM_CPUS_PER_TASK={granted} but this task may run on "
+                f"{spec.cpus_per_rank} CPU(s): since Slurm 22.05 srun does not inherit "
+                "--cpus-per-task from sbatch or salloc, so every thread of the task shares them",
+                fix="export SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK before srun, or pass "
+                "srun --cpus-per-task",
+            )
+        )
+    inner = next((d for d in present if d.source is spec.source), None)
+    nodes = _integer(env.get("SLURM_JOB_NUM_NODES") or env.get("SLURM_NNODES"))
+    batch = "SLURM_PROCID" in env and not slurm.runs_task(env)
+    if inner is not slurm and batch and nodes and spec.num_nodes < nodes:
+        launcher = inner.launcher if inner and inner.launcher else spec.source.value
+        found.append(
+            Finding(
+                id="slurm.launcher-in-batch-step",
+                message=f"{launcher} runs in the batch step, on the first of the job's {nodes} "
+                f"nodes, and starts ranks on {spec.num_nodes}: the other nodes train nothing",
+                fix=f"start one {launcher} per node: srun --ntasks-per-node=1 {launcher} "
+                "--nnodes=$SLURM_JOB_NUM_NODES ... (torchrun: with --rdzv-backend=c10d)",
+            )
+        )
+    job_tasks = _integer(env.get("SLURM_NTASKS"))
+    if task and job_tasks and spec.world_size < job_tasks and "SLURM_STEP_NUM_TASKS" in env:
+        found.append(
+            Finding(
+                id="slurm.step-smaller-than-job",
+                message=f"this step runs {spec.world_size} of the job's {job_tasks} tasks: "
+                "code that sizes the world from SLURM_NTASKS or SLURM_JOB_NUM_NODES waits "
+                "for ranks that never come",
+                fix="size the world from the step (SLURM_STEP_NUM_TASKS), as clusterenv does",
+                level="info",
+            )
+        )
+    return found
+
+
+def _layout(env: Mapping[str, str]) -> str | None:
+    """The tasks per node of this step (or, outside one, of the job)."""
+    return env.get("SLURM_STEP_TASKS_PER_NODE") or env.get("SLURM_TASKS_PER_NODE")
+
+
+def _uneven(layout: str | None) -> bool:
+    """Whether a task list such as ``2(x3),1`` places different numbers on the nodes."""
+    try:
+        counts = {tasks for tasks, _ in TaskLayout("SLURM_TASKS_PER_NODE", layout or "").items}
+    except ClusterEnvError:
+        return False
+    return len(counts) > 1
+
+
+def _integer(value: str | None) -> int | None:
+    """A count Slurm wrote, or ``None`` where it is unset or not a number."""
+    text = (value or "").strip()
+    return int(text) if text.isdigit() and len(text) <= 9 else None
 
 
 def _tasks_on_this_node(env: Mapping[str, str]) -> int:

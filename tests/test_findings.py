@@ -1,0 +1,96 @@
+"""The findings that name the cause before the hang (issue 39), each on the environment
+that causes it and silent on the correct one beside it."""
+
+from __future__ import annotations
+
+import pytest
+
+from clusterenv import ResourceSpec, explain_environment
+from clusterenv._container import container_findings, container_runtime
+from clusterenv._diagnose import diagnose
+from clusterenv._machine import Machine, machine_findings
+from clusterenv.testing import local_env, slurm_env, torchrun_env
+from tests.envs import torchrun_worker
+
+
+def found(env: dict[str, str], cpus: int | None = None) -> dict[str, str]:
+    """Finding id -> level for ``env``, with ``cpus`` the task's affinity."""
+    spec = explain_environment(env, gpu_probe=tuple, cpu_probe=lambda: cpus).spec
+    return {finding.id: finding.level for finding in diagnose(spec, env)}
+
+
+def spec_of(env: dict[str, str]) -> ResourceSpec:
+    return explain_environment(env, gpu_probe=tuple, cpu_probe=lambda: None).spec
+
+
+def test_srun_that_did_not_inherit_cpus_per_task() -> None:
+    """Slurm >= 22.05: the task is bound to 1 CPU while SLURM_CPUS_PER_TASK says 8."""
+    task = slurm_env(2, 2, 1, within="sbatch", cpus_per_task=8)
+    assert found(task, cpus=1)["slurm.cpus-not-inherited"] == "warning"
+    assert "slurm.cpus-not-inherited" not in found(task, cpus=8)
+    assert "slurm.cpus-not-inherited" not in found(task | {"SRUN_CPUS_PER_TASK": "8"}, cpus=1)
+
+
+def test_torchrun_left_in_a_multi_node_batch_step() -> None:
+    batch = slurm_env(2, 2, step="batch")
+    assert found(batch | torchrun_env(1, 2, 0))["slurm.launcher-in-batch-step"] == "warning"
+    inside_srun = slurm_env(2, 1, 0) | torchrun_worker(0, nproc_per_node=2, nnodes=2)
+    assert "slurm.launcher-in-batch-step" not in found(inside_srun)
+
+
+def test_a_step_smaller_than_its_job_is_a_note() -> None:
+    step = slurm_env(3, 2, 0, within="salloc") | {
+        "SLURM_STEP_NUM_TASKS": "2",
+        "SLURM_STEP_NUM_NODES": "1",
+        "SLURM_STEP_TASKS_PER_NODE": "2",
+        "SLURM_STEP_NODELIST": "cn001",
+    }
+    assert found(step)["slurm.step-smaller-than-job"] == "info"
+
+
+def test_gpu_masks() -> None:
+    amd = local_env() | {"ROCR_VISIBLE_DEVICES": "0,1", "HIP_VISIBLE_DEVICES": "1"}
+    assert found(amd)["gpus-double-mask"] == "warning"
+    assert "gpus-double-mask" not in found(local_env() | {"ROCR_VISIBLE_DEVICES": "0,1"})
+    mig = local_env() | {"CUDA_VISIBLE_DEVICES": "MIG-a,MIG-b"}
+    assert "gpus-several-mig" in found(mig)
+    assert "gpus-several-mig" not in found(local_env() | {"CUDA_VISIBLE_DEVICES": "MIG-a"})
+
+
+@pytest.mark.parametrize(("ranks", "level"), [(4, "error"), (1, "warning")])
+def test_an_empty_main_address(ranks: int, level: str) -> None:
+    env = slurm_env(1, ranks, 0) | {"MASTER_ADDR": " "}
+    assert found(env)["main-address-empty"] == level
+
+
+def test_threads_beyond_the_cpus() -> None:
+    env = slurm_env(1, 2, 0) | {"OMP_NUM_THREADS": "8"}
+    assert found(env, cpus=4)["omp-oversubscribed"] == "warning"  # 2 CPUs per rank
+    assert "omp-oversubscribed" not in found(env | {"OMP_NUM_THREADS": "2"}, cpus=4)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "missing"),
+    [
+        ("NCCL_SOCKET_IFNAME", "ib", True),
+        ("NCCL_SOCKET_IFNAME", "eth", False),  # a prefix of eth0
+        ("NCCL_SOCKET_IFNAME", "=eth", True),  # exact
+        ("NCCL_SOCKET_IFNAME", "^docker", False),  # exclusions leave eth0
+        ("GLOO_SOCKET_IFNAME", "eth", True),  # exact names only
+        ("GLOO_SOCKET_IFNAME", "eth0", False),
+    ],
+)
+def test_an_interface_this_node_does_not_have(name: str, value: str, missing: bool) -> None:
+    env = slurm_env(2, 1, 0) | {name: value}
+    machine = Machine(interfaces=["eth0", "lo"])
+    ids = {f.id for f in machine_findings(spec_of(env), env, machine)}
+    assert ("interface-missing" in ids) is missing
+
+
+def test_a_container_that_dropped_the_job() -> None:
+    assert container_runtime({"APPTAINER_CONTAINER": "/img.sif"}) == "Apptainer"
+    assert container_runtime({}, exists=lambda path: path == "/.dockerenv") == "docker"
+    assert container_runtime({}, exists=lambda path: False) is None
+    (note,) = container_findings(spec_of(local_env()), "Apptainer")
+    assert (note.id, note.level) == ("container-without-job", "info")
+    assert container_findings(spec_of(slurm_env(2, 1, 0)), "Apptainer") == []
