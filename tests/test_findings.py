@@ -3,8 +3,13 @@ that causes it and silent on the correct one beside it."""
 
 from __future__ import annotations
 
+import ast
+import re
+from pathlib import Path
+
 import pytest
 
+import clusterenv
 from clusterenv import ResourceSpec, explain_environment
 from clusterenv._container import container_findings, container_runtime
 from clusterenv._diagnose import diagnose
@@ -94,3 +99,27 @@ def test_a_container_that_dropped_the_job() -> None:
     (note,) = container_findings(spec_of(local_env()), "Apptainer")
     assert (note.id, note.level) == ("container-without-job", "info")
     assert container_findings(spec_of(slurm_env(2, 1, 0)), "Apptainer") == []
+
+
+def _emitted() -> set[str]:
+    """Every finding id the package writes: ``id="..."`` and Slurm's ``warn(..., "what")``."""
+    ids = set()
+    for path in Path(clusterenv.__file__).parent.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            for keyword in node.keywords:
+                if keyword.arg == "id" and isinstance(keyword.value, ast.Constant):
+                    ids.add(str(keyword.value.value))
+            named = getattr(node.func, "id", None) == "warn" and len(node.args) > 1
+            if named and isinstance(node.args[1], ast.Constant):
+                ids.add("slurm." + str(node.args[1].value))
+    return ids
+
+
+def test_every_finding_is_in_the_table_of_docs_inspect() -> None:
+    page = (Path(__file__).parents[1] / "docs" / "inspect.md").read_text()
+    rows = [line for line in page.splitlines() if line.startswith("| `")]
+    listed = {name for row in rows for name in re.findall(r"`([a-z0-9.-]+)`", row.split("|")[1])}
+    assert _emitted() - listed == set(), "docs/inspect.md's table of findings lacks these"
