@@ -7,8 +7,6 @@ Every input is someone else's: errors are one line and exit 2, never a traceback
 from __future__ import annotations
 
 import argparse
-import contextlib
-import errno
 import io
 import json
 import os
@@ -22,6 +20,7 @@ from typing import Any, NoReturn
 from clusterenv import __version__
 from clusterenv._cli._env import FORMATS, env_text
 from clusterenv._cli._envfile import EnvFile, Usage, capture, read_env_file
+from clusterenv._cli._errors import internal_error, output_failed, say
 from clusterenv._cli._probe import probe_command, timeout_option
 from clusterenv._cli._render import markdown, text
 from clusterenv._cli._report import inspect_report, live_report, machine_here
@@ -206,71 +205,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C, or the probe's SIGTERM: one line, the shell's 130
         if args.command == "run":
             raise  # the script's, as python shows it
-        _say("clusterenv: interrupted")
+        say("clusterenv: interrupted")
         return 130
     except OSError as error:
-        return _output_failed(error, args.debug)
+        return output_failed(error, args.debug)
     except (ClusterEnvError, Usage) as error:
         if args.debug and not isinstance(error, Usage):  # a usage error has no code to show
             traceback.print_exc()
-        _say(f"clusterenv: error: {escape(redact_text(str(error)))}")
+        say(f"clusterenv: error: {escape(redact_text(str(error)))}")
         return 2
     except Exception as error:
-        return _internal_error(error, args.debug)
+        return internal_error(error, args.debug)
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-
-
-#: Writing the output failed: a full device, a closed or broken stream.
-_OUTPUT_ERRORS = frozenset({errno.ENOSPC, errno.EIO, errno.EBADF, errno.EDQUOT})
-
-
-def _output_failed(error: OSError, debug: bool) -> int:
-    """Writing the output failed: a reader that has had enough (``inspect --json | head``)
-    is no error; a full device or a broken stream is one line."""
-    if not isinstance(error, BrokenPipeError) and error.errno not in _OUTPUT_ERRORS:
-        return _internal_error(error, debug)
-    _drop_stdout()  # what is still buffered can never be written
-    if isinstance(error, BrokenPipeError):
-        return 0
-    _say(f"clusterenv: error: cannot write the output: {error.strerror}")
-    return 2
-
-
-def _say(line: str) -> None:
-    """One line on stderr; where stderr cannot take it (``2>/dev/full``), the exit status
-    still says what happened (not Python's 120 for a failed flush at exit)."""
-    try:
-        print(line, file=sys.stderr, flush=True)
-    except (OSError, ValueError, AttributeError):  # AttributeError: stderr is None
-        _drop(sys.stderr)
-
-
-def _drop_stdout() -> None:
-    """Point stdout at /dev/null, so that nothing left in its buffer fails again at exit."""
-    _drop(sys.stdout)
-
-
-def _drop(stream: Any) -> None:
-    """Point ``stream`` at /dev/null, so that nothing left in its buffer fails at exit."""
-    if stream is None:
-        return
-    with contextlib.suppress(OSError, ValueError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, stream.fileno())
-
-
-def _internal_error(error: BaseException, debug: bool) -> int:
-    """A bug of ours: one line, and how to report it."""
-    if debug:
-        traceback.print_exception(type(error), error, error.__traceback__)
-    _say(
-        f"clusterenv: internal error: {type(error).__name__}: "
-        f"{escape(redact_text(str(error)))[:300]} (run with --debug for the traceback, and "
-        "report it)"
-    )
-    return 2
 
 
 def _sigterm_interrupts() -> Any:
