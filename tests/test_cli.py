@@ -416,3 +416,13 @@ def test_a_full_or_closed_stdout_is_one_line(redirect: str, words: str) -> None:
     assert result.returncode == 2
     assert words in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_launch_record_is_refused_not_read_as_this_machine(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """tests/data/captures/ holds launch records ({"command", "tasks": [{"env": ...}]}): a
+    replay that read their top-level keys as variables would describe this machine."""
+    record = Path(__file__).parent / "data" / "captures" / "salloc-shell.json"
+    assert main(["inspect", "--env-file", str(record)]) == 2
+    assert "launch record" in capsys.readouterr().err

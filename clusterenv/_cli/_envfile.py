@@ -75,6 +75,19 @@ def read_env_file(path: str) -> EnvFile:
         except (json.JSONDecodeError, RecursionError) as error:
             problem = "nested too deeply" if isinstance(error, RecursionError) else error
             raise Usage(f"--env-file {name} is not valid JSON: {problem}") from None
+        if isinstance(data, dict) and "env" not in data and isinstance(data.get("tasks"), list):
+            raise Usage(
+                f"--env-file {name} is a launch record (its tasks' environments under "
+                '"tasks"), not one environment: pass one task\'s, e.g. '
+                "python -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))"
+                '["tasks"][0]["env"]))\' FILE > task.json'
+            )
+        if (
+            isinstance(data, dict)
+            and "env" not in data
+            and not all(isinstance(value, str | None) for value in data.values())
+        ):
+            raise Usage(f"--env-file {name}: expected a JSON object of variables ({FORMATS})")
         captured = isinstance(data, dict) and "env" in data
         files = data.get("files", {}) if captured else {}
         machine = _machine(name, data.get("machine")) if captured else None
