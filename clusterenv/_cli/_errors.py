@@ -24,7 +24,7 @@ def output_failed(error: OSError, debug: bool) -> int:
     is no error; a full device or a broken stream is one line."""
     if not isinstance(error, BrokenPipeError) and error.errno not in _OUTPUT_ERRORS:
         return internal_error(error, debug)
-    _drop_stdout()  # what is still buffered can never be written
+    _drop(sys.stdout)  # what is still buffered can never be written
     if isinstance(error, BrokenPipeError):
         return 0
     say(f"clusterenv: error: cannot write the output: {error.strerror}")
@@ -38,11 +38,6 @@ def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
     except (OSError, ValueError, AttributeError):  # AttributeError: stderr is None
         _drop(sys.stderr)
-
-
-def _drop_stdout() -> None:
-    """Point stdout at /dev/null, so that nothing left in its buffer fails again at exit."""
-    _drop(sys.stdout)
 
 
 def _drop(stream: Any) -> None:
