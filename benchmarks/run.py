@@ -30,6 +30,7 @@ from pathlib import Path
 import hostlist as python_hostlist
 
 from clusterenv import compress_hostlist, detect_environment, expand_hostlist, first_host
+from clusterenv._preflight import preflight
 from clusterenv._safe import redact_text
 
 
@@ -190,6 +191,24 @@ def main() -> None:
         "import clusterenv; detect_environment()",
     )
     measure("detect_environment(srun task env), per call", lambda: detect_environment(SRUN_TASK))
+    # The pre-flight check of the adapters on a correct 2-node job: detection, the findings,
+    # this node's interfaces and container markers (a literal main address: no name lookup,
+    # which costs what the name service takes, up to 1 s).
+    correct = {**SRUN_TASK, "MASTER_ADDR": "127.0.0.1"}
+    measure(
+        "detect_environment + preflight (correct 2-node task), per call",
+        lambda: preflight(detect_environment(correct), correct),
+        "detect_environment(srun task env), per call",
+    )
+    measure(
+        "import clusterenv; detect + preflight",
+        _python(
+            "import os, clusterenv\n"
+            f"os.environ.update({correct!r})\n"
+            "clusterenv.preflight(clusterenv.detect_environment())"
+        ),
+        "import clusterenv; detect_environment()",
+    )
     for size, hosts in (
         ("10", "cn[01-10]"),
         ("10^3", "cn[0001-1000]"),

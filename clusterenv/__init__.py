@@ -6,7 +6,8 @@
 ('local', 1, 'cpu')
 
 Importing clusterenv never imports torch or lightning, and loads only what detection
-needs: the probe (sockets, hmac, json) loads on first use of ``clusterenv.probe``.
+needs: the probe (sockets, hmac, json) loads on first use of ``clusterenv.probe``, the
+pre-flight check on first use of ``clusterenv.preflight``.
 """
 
 from importlib import import_module
@@ -24,16 +25,19 @@ from clusterenv.exceptions import (
     LaunchMismatchError,
     MissingDependencyError,
     MissingVariableError,
+    PreflightError,
 )
 from clusterenv.hostlist import compress_hostlist, expand_hostlist, first_host
 
 if TYPE_CHECKING:
+    from clusterenv._preflight import preflight
     from clusterenv._probe import ProbeError, ProbeReport, probe
 
 __version__ = "0.1.0.dev0"
 
 #: Public names whose modules load on first use: name -> module.
 _LAZY = dict.fromkeys(("probe", "ProbeError", "ProbeReport"), "clusterenv._probe")
+_LAZY["preflight"] = "clusterenv._preflight"
 
 
 def __getattr__(name: str) -> Any:
@@ -63,6 +67,7 @@ __all__ = [
     "LaunchMismatchError",
     "MissingDependencyError",
     "MissingVariableError",
+    "PreflightError",
     "ProbeError",
     "ProbeReport",
     "ResourceSpec",
@@ -75,6 +80,7 @@ __all__ = [
     "explain_environment",
     "first_host",
     "is_rank_zero",
+    "preflight",
     "probe",
     "rank_zero_only",
     "rank_zero_print",

@@ -27,6 +27,7 @@ from clusterenv._spec import GpuInventory, ResourceSpec
 from clusterenv.sources import present
 
 __all__ = [
+    "INTERFACE_VARIABLES",
     "NETWORK_PREFIXES",
     "Machine",
     "collect_machine",
@@ -40,6 +41,8 @@ PACKAGES = ("clusterenv", "pydantic", "torch", "lightning", "pytorch_lightning",
 #: address, the interfaces NCCL/Gloo bind, NCCL's, torch's and libfabric's settings.
 NETWORK_PREFIXES = ("MASTER_", "NCCL_", "GLOO_", "TORCH_", "FI_", "UCX_")
 _NETWORK_SUFFIXES = ("_SOCKET_IFNAME",)
+#: The variables that name the interface NCCL and Gloo bind.
+INTERFACE_VARIABLES = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")
 
 
 class Machine(BaseModel):
@@ -154,7 +157,7 @@ def collect_machine(gpu_probe: GpuProbe, env: Mapping[str, str]) -> Machine:
 def machine_findings(spec: ResourceSpec, env: Mapping[str, str], machine: Machine) -> list[Finding]:
     """What only this machine tells: the container it runs in, interfaces that are not here."""
     found = container_findings(spec, machine.container)
-    for name in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):
+    for name in INTERFACE_VARIABLES:
         value = env.get(name)
         if value is None or machine.interfaces is None or _matches(name, value, machine.interfaces):
             continue

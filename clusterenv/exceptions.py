@@ -12,6 +12,8 @@ to do about it::
     ├── InconsistentEnvironmentError   values parse, but contradict each other
     ├── LaunchMismatchError            a framework's settings (Lightning's num_nodes,
     │                                  devices) contradict the launch
+    ├── PreflightError                 the pre-flight check where training starts found
+    │                                  what makes a hang certain (or, strict, a warning)
     ├── ProbeError                     `clusterenv probe`: the ranks cannot all reach rank 0,
     │                                  or they disagree about the job (``clusterenv.ProbeError``,
     │                                  defined with the probe, which it carries the table of)
@@ -32,6 +34,7 @@ __all__ = [
     "LaunchMismatchError",
     "MissingDependencyError",
     "MissingVariableError",
+    "PreflightError",
 ]
 
 
@@ -74,3 +77,9 @@ class MissingDependencyError(ClusterEnvError, ImportError):
 class LaunchMismatchError(ClusterEnvError):
     """A framework setting (Lightning's ``num_nodes``/``devices``) contradicts the launch:
     training would hang at the first collective instead of failing."""
+
+
+class PreflightError(ClusterEnvError):
+    """The pre-flight check (:func:`clusterenv.preflight`, run by ``clusterenv run`` and the
+    torch, JAX and Lightning adapters) found what makes a hang certain, such as a main
+    address that does not resolve on this node; with ``CLUSTERENV_STRICT=1``, any warning."""

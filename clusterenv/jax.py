@@ -16,6 +16,7 @@ from typing import Any, cast
 
 from clusterenv._detect import detect_environment
 from clusterenv._frameworks import device_indices, endpoint, listen_port, processes
+from clusterenv._preflight import preflight
 from clusterenv._spec import Accelerator, ResourceSpec
 
 __all__ = ["initialize", "initialize_kwargs"]
@@ -40,10 +41,12 @@ def initialize_kwargs(spec: ResourceSpec | None = None) -> dict[str, Any]:
 
 def initialize(spec: ResourceSpec | None = None, **overrides: Any) -> ResourceSpec:
     """``jax.distributed.initialize`` from ``spec`` (detected when not given); ``overrides``
-    replace any of its arguments. Returns the spec."""
+    replace any of its arguments; runs the pre-flight check (:func:`clusterenv.preflight`)
+    first. Returns the spec."""
     import jax  # noqa: PLC0415 - only here: `import clusterenv.jax` must stay cheap
 
     spec = detect_environment() if spec is None else spec
+    preflight(spec)
     if spec.accelerator is Accelerator.CPU:  # CPU collectives across processes need gloo
         # (cast: jax's config is untyped where jax is installed, absent where it is not)
         cast(Any, jax.config).update("jax_cpu_collectives_implementation", "gloo")

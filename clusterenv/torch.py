@@ -19,6 +19,7 @@ import torch.distributed as dist
 
 from clusterenv._detect import detect_environment, launch_facts
 from clusterenv._frameworks import device_indices, endpoint, processes
+from clusterenv._preflight import preflight
 from clusterenv._spec import GpuVendor, ResourceSpec
 
 __all__ = ["device", "init_process_group"]
@@ -56,8 +57,10 @@ def init_process_group(
     (detected when not given), not from whatever variables happen to be set; returns the
     spec. ``backend`` defaults to the device's (nccl, xccl or gloo); ``timeout`` is in
     seconds or a ``timedelta``. Raises :class:`~clusterenv.ClusterEnvError` where this
-    process is not a rank (a batch step, a salloc shell)."""
+    process is not a rank (a batch step, a salloc shell); runs the pre-flight check
+    (:func:`clusterenv.preflight`) first."""
     spec = detect_environment() if spec is None else spec
+    preflight(spec)
     world, rank = processes(spec)
     here = device(spec)
     if here.type == "cuda":

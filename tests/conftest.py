@@ -17,3 +17,6 @@ def _no_real_launcher(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name)
     for name in [name for name in os.environ if name.startswith("CLUSTERENV_")]:
         monkeypatch.delenv(name)
+    # The mocked launches' node names do not resolve on this machine: the adapters' pre-flight
+    # check judges the launch, not this node (tests/test_preflight.py checks the node part).
+    monkeypatch.setenv("CLUSTERENV_PREFLIGHT", "launch")

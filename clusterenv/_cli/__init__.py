@@ -25,6 +25,7 @@ from clusterenv._cli._probe import probe_command, timeout_option
 from clusterenv._cli._render import markdown, text
 from clusterenv._cli._report import inspect_report, live_report, machine_here
 from clusterenv._cli._run import run
+from clusterenv._preflight import STRICT
 from clusterenv._probe import DEFAULT_TIMEOUT
 from clusterenv._safe import escape, redact_text
 from clusterenv._spec import Source
@@ -97,7 +98,9 @@ def _parser() -> argparse.ArgumentParser:
         "'-' for stdin) instead of this process's",
     )
     inspect.add_argument(
-        "--strict", action="store_true", help="exit 1 when there are warnings (not notes)"
+        "--strict",
+        action="store_true",
+        help=f"exit 1 when there are warnings (not notes); {STRICT}=1 does the same",
     )
     inspect.add_argument(
         "--lightning",
@@ -258,4 +261,5 @@ def _main(args: argparse.Namespace) -> int:
         print(result.model_dump_json(indent=2))
     else:
         print(markdown(result) if args.markdown else text(result))
-    return 1 if args.strict and any(w.level != "info" for w in result.warnings) else 0
+    strict = args.strict or os.environ.get(STRICT, "").strip() == "1"
+    return 1 if strict and any(w.level != "info" for w in result.warnings) else 0

@@ -8,7 +8,6 @@ three always agree.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any, Literal
@@ -21,7 +20,7 @@ from clusterenv._diagnose import diagnose
 from clusterenv._finding import Finding
 from clusterenv._gpu_probe import probe_gpus
 from clusterenv._machine import Machine, collect_machine, machine_findings, network_variables
-from clusterenv._probe._network import is_address, is_loopback, lookup
+from clusterenv._preflight import main_address_findings, resolve_main, suspended
 from clusterenv._reader import read_text_file
 from clusterenv._safe import redact_text, redact_value, unicode_text
 from clusterenv._spec import GpuInventory, ResourceSpec, Source
@@ -77,7 +76,8 @@ def _lightning(spec: ResourceSpec, package: str) -> tuple[dict[str, Any], list[F
 
     chosen = cl.resolve_package(None if package == "auto" else package)  # type: ignore[arg-type]
     try:
-        kwargs = cl.trainer_kwargs(spec, package=chosen)
+        with suspended():  # the report's own findings say it all
+            kwargs = cl.trainer_kwargs(spec, package=chosen)
     except ClusterEnvError as error:
         message, _, fix = str(error).partition(". HINT: ")
         problem = Finding(id="lightning", message=message, fix=fix)
@@ -115,46 +115,7 @@ def machine_here(env: Mapping[str, str]) -> Machine:
         ).spec
     except ClusterEnvError:
         return machine
-    if spec.num_nodes < 2 or is_address(spec.master_addr):
-        return machine  # a literal is deliberate (several "nodes" on one machine)
-    try:
-        found = lookup(spec.master_addr, spec.master_port, time.monotonic() + 1.0)
-    except (OSError, TimeoutError):
-        found = []
-    addresses = sorted({host for _, (host, _) in found})
-    return machine.model_copy(update={"resolved": {spec.master_addr: addresses}})
-
-
-def _main_address_findings(spec: ResourceSpec, machine: Machine) -> list[Finding]:
-    """A main address that does not resolve where the machine looked it up, or resolves to
-    loopback only (Debian's /etc/hosts maps a host's own name to 127.0.1.1): no rank
-    reaches rank 0 there."""
-    addresses = machine.resolved.get(spec.master_addr)
-    if addresses is None or spec.num_nodes < 2:
-        return []
-    if not addresses:
-        return [
-            Finding(
-                id="main-address-unresolved",
-                message=f"the main address {spec.master_addr!r} does not resolve on this "
-                "node: this rank cannot reach rank 0",
-                fix="export MASTER_ADDR as a name every node resolves (or rank 0's IP "
-                "address); check /etc/hosts and DNS on this node",
-                level="error",
-            )
-        ]
-    if not all(is_loopback(address) for address in addresses):
-        return []
-    return [
-        Finding(
-            id="loopback-main-address",
-            message=f"the main address {spec.master_addr!r} resolves to "
-            f"{', '.join(addresses)} on this node, a loopback address: the other "
-            f"{spec.num_nodes - 1} node(s) cannot reach rank 0 there",
-            fix="export MASTER_ADDR as rank 0's address on the cluster network (its IP), or "
-            "map its name to that address in /etc/hosts (not 127.0.1.1)",
-        )
-    ]
+    return machine.model_copy(update={"resolved": resolve_main(spec)})
 
 
 def _build(
@@ -176,7 +137,7 @@ def _build(
     warnings = [
         *diagnose(spec, env),
         *machine_findings(spec, env, machine),
-        *_main_address_findings(spec, machine),
+        *main_address_findings(spec, machine),
     ]
     adapter: dict[str, Any] | None = None
     if lightning:

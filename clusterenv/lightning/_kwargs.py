@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 from clusterenv._detect import explain_environment
 from clusterenv._frameworks import launcher_for
+from clusterenv._preflight import preflight
 from clusterenv._spec import Accelerator, ResourceSpec, Role
 from clusterenv.config import accelerator
 from clusterenv.exceptions import ClusterEnvError, LaunchMismatchError
@@ -60,7 +61,9 @@ def trainer_kwargs(
     :func:`add_trainer_args`), or ``None`` to detect. Explicit ``num_nodes``/``devices``
     (in the arguments or in ``overrides``) win over the detected ones, but must agree
     with a started launch; a contradiction raises :class:`~clusterenv.ClusterEnvError`
-    saying how to fix the sbatch/srun/torchrun line. ``use_distributed_sampler`` is off
+    saying how to fix the sbatch/srun/torchrun line. The pre-flight check
+    (:func:`clusterenv.preflight`) prints the launch's warnings once and raises
+    :class:`~clusterenv.PreflightError` where a hang is certain. ``use_distributed_sampler`` is off
     for ``evaluation``, as neural-lam does. Other ``overrides`` are passed through.
     """
     kwargs = _kwargs(spec_or_args, package, overrides)
@@ -92,6 +95,7 @@ def _kwargs(
     num_nodes = overrides.pop("num_nodes", args.get("num_nodes"))
     devices = parse_devices(overrides.pop("devices", args.get("devices")))
     num_nodes, devices = _geometry(spec, origins, num_nodes, devices)
+    preflight(spec)
     count = devices if isinstance(devices, int) else len(devices)
     return {
         "num_nodes": num_nodes,

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from clusterenv._detect import explain_environment
+from clusterenv._preflight import preflight
 from clusterenv._spec import Accelerator, ResourceSpec
 from clusterenv.config import register_resolver
 from clusterenv.lightning._environment import ENVIRONMENTS, TRAINERS, Package, import_module
@@ -34,11 +35,13 @@ def follow_allocation(spec: ResourceSpec | None = None) -> Iterator[ResourceSpec
     ``strategy`` and ``accelerator`` (``"auto"``); the cluster-environment plugin is added
     unless the script passes one, and a callback that warns when the training DataLoaders
     start more workers than the rank has CPUs (``cpus_per_rank``). Explicit values that
-    contradict the allocation raise :class:`~clusterenv.ClusterEnvError`. On CPU a
+    contradict the allocation raise :class:`~clusterenv.ClusterEnvError`. The pre-flight
+    check (:func:`clusterenv.preflight`) runs first. On CPU a
     one-element device list such as neural-lam's ``--devices 2`` (``devices=[2]``) is read
     as a count, since there are no CPU device indices.
     """
     spec = spec or explain_environment().spec
+    preflight(spec)  # before the script loads data: a certain hang stops here
     patched: list[tuple[Any, Any]] = []
     try:
         for package, module in TRAINERS.items():

@@ -19,7 +19,8 @@ def main(out: Path, plain: bool) -> None:
         dist.init_process_group("gloo")  # env://, from the shell's exports
         spec = None
     else:
-        import clusterenv.torch  # noqa: PLC0415 - the plain run must not import it
+        import clusterenv  # noqa: PLC0415 - the plain run must not import it
+        import clusterenv.torch  # noqa: PLC0415
 
         spec = clusterenv.torch.init_process_group(timeout=120)
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -39,6 +40,8 @@ def main(out: Path, plain: bool) -> None:
         "same_weights": all(torch.equal(other, everyone[0]) for other in everyone),
         "imported_clusterenv": "clusterenv" in sys.modules,
         "spec": None if spec is None else json.loads(spec.model_dump_json()),
+        # What the pre-flight check of init_process_group found (a correct launch: nothing).
+        "preflight": None if spec is None else [f.id for f in clusterenv.preflight(spec)],
     }
     (out / f"{rank}.json").write_text(json.dumps(record))
     dist.barrier()  # leave together: rank 0 holds the store the others still use

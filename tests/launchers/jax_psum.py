@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import multihost_utils
 
+import clusterenv
 import clusterenv.jax
 
 
@@ -21,6 +22,7 @@ def main(out: Path) -> None:
     record = {
         "jax": {"process_index": index, "process_count": jax.process_count(), "sum": total},
         "spec": json.loads(spec.model_dump_json()),
+        "preflight": [f.id for f in clusterenv.preflight(spec)],  # a correct launch: nothing
     }
     (out / f"{index}.json").write_text(json.dumps(record))
 

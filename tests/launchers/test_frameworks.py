@@ -36,6 +36,7 @@ def check_ddp(found: list[dict[str, Any]], world: int, source: str | None) -> No
             assert not record["imported_clusterenv"]
             continue
         spec = record["spec"]
+        assert record["preflight"] == [], "the pre-flight check warned on a correct launch"
         assert spec["source"] == source
         assert (spec["global_rank"], spec["world_size"]) == (
             record["torch"]["rank"],
@@ -49,6 +50,7 @@ def check_jax(found: list[dict[str, Any]], processes: int) -> None:
         assert record["jax"]["process_count"] == processes
         assert record["jax"]["sum"] == processes * (processes + 1) // 2
         assert record["spec"]["global_rank"] == record["jax"]["process_index"]
+        assert record["preflight"] == [], "the pre-flight check warned on a correct launch"
 
 
 @pytest.mark.slurm

@@ -1,0 +1,158 @@
+"""The pre-flight check (issue 39): silent on a correct launch, each warning printed once on
+the rank that can tell, a certain hang raised on every rank, ``CLUSTERENV_STRICT=1`` and
+``CLUSTERENV_PREFLIGHT=0``; and the adapters run it before anything can hang."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import clusterenv
+from clusterenv import PreflightError, detect_environment
+from clusterenv import _preflight as preflight_module
+from clusterenv.testing import slurm_env, torchrun_env
+
+#: An address no name service resolves (RFC 6761), for "does not resolve on this node".
+NOWHERE = "no-such-host.invalid"
+
+
+@pytest.fixture(autouse=True)
+def fresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with nothing printed yet in this process, and the whole check."""
+    monkeypatch.setattr(preflight_module, "_printed", set())
+    monkeypatch.delenv("CLUSTERENV_PREFLIGHT")
+
+
+def check(env: dict[str, str]) -> list[str]:
+    return [finding.id for finding in clusterenv.preflight(detect_environment(env), env)]
+
+
+def test_a_correct_launch_is_silent(capsys: pytest.CaptureFixture[str]) -> None:
+    for env in (
+        dict(slurm_env(nodes=2, tasks_per_node=2, procid=0), MASTER_ADDR="127.0.0.1"),
+        dict(slurm_env(nodes=1, tasks_per_node=4, procid=3, gpus_per_node=4)),
+        dict(torchrun_env(1, 2, rank=1)),
+        dict(slurm_env(step="batch", nodes=2)),  # the batch step: a note, not a warning
+    ):
+        assert check(env) == []
+    assert capsys.readouterr().err == ""
+
+
+def test_a_warning_prints_once_on_rank_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    env = dict(slurm_env(nodes=1, tasks_per_node=2, procid=0, cpus_per_task=2))
+    env["OMP_NUM_THREADS"] = "16"
+    assert check(env) == ["omp-oversubscribed"]
+    assert check(env) == ["omp-oversubscribed"]  # an adapter called twice
+    err = capsys.readouterr().err
+    assert err.count("[omp-oversubscribed]") == 1
+    assert "clusterenv: warning [omp-oversubscribed]" in err
+    assert "export OMP_NUM_THREADS=2" in err
+    other = dict(env, SLURM_PROCID="1", SLURM_LOCALID="1")
+    assert check(other) == ["omp-oversubscribed"]  # found, not printed: rank 0 said it
+    assert capsys.readouterr().err == ""
+
+
+def test_a_node_finding_prints_on_each_nodes_first_rank(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Task 2 is local rank 0 of node 1: what its node lacks, only it can say.
+    env = dict(slurm_env(nodes=2, tasks_per_node=2, procid=2), MASTER_ADDR="127.0.0.1")
+    env["NCCL_SOCKET_IFNAME"] = "ib-not-here9"
+    assert check(env) == ["interface-missing"]
+    assert "[interface-missing]" in capsys.readouterr().err
+    assert check(dict(env, SLURM_PROCID="3", SLURM_LOCALID="1")) == ["interface-missing"]
+    assert capsys.readouterr().err == ""
+
+
+def test_a_certain_hang_raises_on_every_rank(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for procid in (0, 2):  # the first rank of each node, each a process of its own
+        monkeypatch.setattr(preflight_module, "_printed", set())
+        env = dict(slurm_env(nodes=2, tasks_per_node=2, procid=procid), MASTER_ADDR=NOWHERE)
+        with pytest.raises(PreflightError) as raised:
+            check(env)
+        text = str(raised.value)
+        assert "main-address-unresolved" in text
+        assert NOWHERE in text
+        assert "export MASTER_ADDR" in text
+        assert "CLUSTERENV_PREFLIGHT=0" in text
+    assert capsys.readouterr().err.count("[main-address-unresolved]") == 2  # each node's
+
+
+def test_strict_fails_on_warnings_and_the_opt_out_skips(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    env = dict(slurm_env(nodes=1, tasks_per_node=2, procid=0, cpus_per_task=2))
+    env["OMP_NUM_THREADS"] = "16"
+    with pytest.raises(PreflightError, match="CLUSTERENV_STRICT"):
+        check(dict(env, CLUSTERENV_STRICT="1"))
+    assert check(dict(env, CLUSTERENV_STRICT="0")) == ["omp-oversubscribed"]
+    capsys.readouterr()
+    hang = dict(slurm_env(nodes=2, procid=0), MASTER_ADDR=NOWHERE, CLUSTERENV_PREFLIGHT="0")
+    assert check(hang) == []
+    assert capsys.readouterr().err == ""
+
+
+def test_the_lightning_adapter_runs_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    cl = pytest.importorskip("clusterenv.lightning")
+    for name, value in slurm_env(nodes=2, tasks_per_node=1, procid=1).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("MASTER_ADDR", NOWHERE)
+    with pytest.raises(PreflightError, match="main-address-unresolved"):
+        cl.trainer_kwargs(package="lightning")
+    monkeypatch.setenv("CLUSTERENV_PREFLIGHT", "0")
+    assert cl.trainer_kwargs(package="lightning")["num_nodes"] == 2
+
+
+def test_the_torch_adapter_stops_before_the_process_group(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ct = pytest.importorskip("clusterenv.torch")
+    dist = pytest.importorskip("torch.distributed")
+
+    for name, value in slurm_env(nodes=2, tasks_per_node=1, procid=1).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("MASTER_ADDR", NOWHERE)
+    with pytest.raises(PreflightError, match="main-address-unresolved"):
+        ct.init_process_group(timeout=1)
+    assert not dist.is_initialized()
+
+
+def test_the_jax_adapter_stops_before_initialize(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("jax")
+    cj = pytest.importorskip("clusterenv.jax")
+
+    spec = detect_environment(dict(slurm_env(nodes=2, procid=1), MASTER_ADDR=NOWHERE))
+    with pytest.raises(PreflightError, match="main-address-unresolved"):
+        cj.initialize(spec)
+
+
+def test_clusterenv_run_stops_with_one_line(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text("print('trained')\n")
+    env = dict(slurm_env(nodes=2, tasks_per_node=1, procid=1), MASTER_ADDR=NOWHERE)
+    env["PATH"] = "/usr/bin:/bin"
+    result = subprocess.run(
+        [sys.executable, "-m", "clusterenv", "run", str(script)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=110,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "trained" not in result.stdout
+    assert "main-address-unresolved" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_inspect_honours_clusterenv_strict(tmp_path: Path) -> None:
+    env = dict(slurm_env(nodes=1, tasks_per_node=2, procid=0, cpus_per_task=2))
+    env.update(OMP_NUM_THREADS="16", PATH="/usr/bin:/bin")
+    command = [sys.executable, "-m", "clusterenv", "inspect"]
+    assert subprocess.run(command, capture_output=True, env=env, timeout=60).returncode == 0
+    strict = dict(env, CLUSTERENV_STRICT="1")
+    assert subprocess.run(command, capture_output=True, env=strict, timeout=60).returncode == 1
