@@ -36,7 +36,7 @@ def _captures() -> tuple[dict[str, list[str]], dict[str, set[str]]]:
         capture = json.loads(path.read_text())
         name = str(path.relative_to(CAPTURES).with_suffix(""))
         specs = json.loads((EXPECTED / path.relative_to(CAPTURES)).read_text())
-        for source in sorted({str(spec["source"]) for spec in specs}):
+        for source in sorted({str(spec["source"]) for spec in specs if "source" in spec}):
             if name not in names[source]:
                 names[source].append(name)
             launchers[source].add(_launcher(capture))
@@ -78,7 +78,7 @@ def proof_table() -> str:
 
 def index_links() -> str:
     links = ", ".join(f"[{d.name}](sources/{d.source.value}.md)" for d in DETECTORS)
-    return textwrap.fill(f"Per source, in the order they are tried: {links}.", width=92)
+    return textwrap.fill(f"Per source, in the order they are tried: {links}.", width=92, break_on_hyphens=False)
 
 
 def summary(proven: str) -> str:
@@ -98,6 +98,7 @@ def summary(proven: str) -> str:
         f"documentation (no real launch here): {', '.join(d.name for d in documented)}. "
         f"[What is proven, and how]({proven}).",
         width=92,
+        break_on_hyphens=False,
     )
 
 

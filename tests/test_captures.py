@@ -14,12 +14,13 @@ from typing import Any
 
 import pytest
 
-from clusterenv import detect_environment
+from clusterenv import ClusterEnvError, detect_environment
 from clusterenv.testing import Launch
 from tests.truth import (
     CAPTURES,
     EXPECTED,
     check_findings,
+    check_flux,
     check_gridengine,
     check_mpi,
     check_ranks,
@@ -62,12 +63,22 @@ def test_replay(path: Path) -> None:
     for task in capture["tasks"]:
         cpus: int | None = task.get("cpus")  # what the task's CPU probe saw
         files = Launch({}, task.get("files", {}))  # the host files it read (Grid Engine's)
-        spec = detect_environment(
-            task["env"], gpu_probe=lambda: (), cpu_probe=_returning(cpus), read_file=files.read_file
-        ).model_dump(mode="json")
-        truth = {"torch": task["torch"]} if "torch" in task else {}
+        truth = {key: task[key] for key in ("torch", "truth") if key in task}
+        try:
+            spec = detect_environment(
+                task["env"],
+                gpu_probe=lambda: (),
+                cpu_probe=_returning(cpus),
+                read_file=files.read_file,
+            ).model_dump(mode="json")
+        except ClusterEnvError as error:  # a launch refused where it ran (Flux's, for now)
+            refused = {"error": type(error).__name__, "message": str(error)}
+            records.append({"env": task["env"], "cpus": cpus, **refused, **truth})
+            continue
         records.append({"env": task["env"], "spec": spec, "cpus": cpus, **truth})
-    specs = [record["spec"] for record in records]
+    specs = [
+        record.get("spec", {k: record.get(k) for k in ("error", "message")}) for record in records
+    ]
     if os.environ.get("UPDATE_SNAPSHOTS") == "1":
         snapshot.parent.mkdir(parents=True, exist_ok=True)
         snapshot.write_text(json.dumps(specs, indent=1, sort_keys=True) + "\n")
@@ -94,6 +105,7 @@ CHECKS: dict[str, Callable[[list[dict[str, Any]]], None]] = {
     "mpich": lambda records: check_mpi(records, "PMI_RANK", "PMI_SIZE"),
     "intel-mpi": lambda records: check_mpi(records, "PMI_RANK", "PMI_SIZE"),
     "gridengine": check_gridengine,
+    "flux": check_flux,
 }
 
 

@@ -26,6 +26,7 @@ __all__ = [
     "WARNED",
     "Record",
     "check_findings",
+    "check_flux",
     "check_gridengine",
     "check_mpi",
     "check_ranks",
@@ -185,6 +186,30 @@ def check_gridengine(records: list[Record]) -> None:
     assert len(ports) == len({spec["job_id"] for spec in jobs}), "array tasks share a port"
 
 
+def check_flux(records: list[Record]) -> None:
+    """Each task against Flux's own answers (``flux job taskmap``, asked in the task): its
+    node, and rank 0's host; a job's body against the instance it holds. Where detection
+    refuses, it must say why (never a silent wrong answer): the tally of right answers is
+    what the proof table states."""
+    for record in records:
+        env, truth = record["env"], record["truth"]
+        if "spec" not in record:
+            assert record["message"], f"a refusal that says nothing: {record}"
+            continue
+        spec = record["spec"]
+        if "FLUX_TASK_RANK" not in env:  # a flux batch / flux alloc body
+            assert (spec["role"], spec["num_nodes"]) == ("batch", int(truth["nodes"])), spec
+            continue
+        assert spec["source"] == "flux"
+        assert (spec["global_rank"], spec["world_size"], spec["local_rank"]) == (
+            int(env["FLUX_TASK_RANK"]),
+            int(env["FLUX_JOB_SIZE"]),
+            int(env["FLUX_TASK_LOCAL_ID"]),
+        )
+        assert spec["node_rank"] == int(truth["node"]), f"Flux puts it on node {truth['node']}"
+        assert spec["num_nodes"] == int(env["FLUX_JOB_NNODES"])
+
+
 #: The recorded launches that are wrong on purpose, by capture name (both Slurm releases),
 #: with the findings each must get above a note; every other launch is a correct one and
 #: gets none (issue 39: a warning never fires on a correct launch).
@@ -204,6 +229,8 @@ def check_findings(name: str, records: list[Record]) -> None:
     expects of ``name`` (a capture name, with or without its release folder)."""
     found = set()
     for record in records:
+        if "spec" not in record:  # refused: the refusal is the report
+            continue
         spec = ResourceSpec.model_validate(record["spec"])
         found |= {f.id for f in diagnose(spec, record["env"]) if f.level != "info"}
     assert found == WARNED.get(name.rpartition("/")[2], set()), f"{name}: {found}"

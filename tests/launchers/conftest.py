@@ -103,6 +103,32 @@ def gridengine() -> Iterator[Cluster]:
         yield GRID_ENGINE
 
 
+FLUX = Cluster(
+    "flux-core 0.88.0",
+    os.environ.get("CLUSTERENV_FLUX_ROOT", "/var/lib/clusterenv/flux"),
+    env=("PATH=/opt/flux/bin:/usr/sbin:/usr/bin:/sbin:/bin",),
+    # The tasks run this Python: its installation is mounted for them.
+    enter=("env", f"CLUSTERENV_BIND={sys.base_prefix}:{sys.prefix}", str(HERE / "flux-enter.sh")),
+    # Four brokers on this machine, Flux's own test instance (../shared/notes/flux.md).
+    under=("flux", "start", "--test-size=4", "--test-hosts=node[0-3]"),
+)
+
+
+@pytest.fixture(scope="session")
+def flux() -> Cluster:
+    """LLNL's Flux, built from source into its chroot once (flux-build.sh: ~15 min the
+    first time); each launch starts its own test instance (flux-enter.sh), so nothing stays
+    up between tests."""
+    if os.geteuid() != 0:
+        unavailable("Flux's chroot needs root (tests/launchers/flux-build.sh)")
+    result = subprocess.run(
+        ["bash", str(HERE / "flux-build.sh")], capture_output=True, text=True, timeout=2400
+    )
+    if result.returncode:
+        unavailable(f"tests/launchers/flux-build.sh failed:\n{result.stderr[-4000:]}")
+    return FLUX
+
+
 @pytest.fixture(scope="session")
 def network() -> Iterator[tuple[str, ...]]:
     """The emulated three-host network of netns-up.sh: namespaces ce-n1..ce-n3 at

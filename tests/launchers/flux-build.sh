@@ -9,12 +9,12 @@
 # against the same sha256. Timings on 2 cores: debootstrap ~1 min, packages ~6 min,
 # autogen + configure + make + install ~15 min. Needs root.
 # Environment: CLUSTERENV_FLUX_ROOT (the chroot, default /var/lib/clusterenv/flux),
-# CLUSTERENV_VENDOR (the folder with the archive, default ../shared/vendor of the repository).
+# CLUSTERENV_VENDOR (the folder with the archive; else ../shared/vendor beside the repository or
+# beside the repository it was cloned from).
 set -euo pipefail
 
 ROOT=${CLUSTERENV_FLUX_ROOT:-/var/lib/clusterenv/flux}
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
-VENDOR=${CLUSTERENV_VENDOR:-$REPO/../shared/vendor}
 VERSION=0.88.0
 ARCHIVE=flux-core-$VERSION.tar.gz
 SHA256=b264114f82a510335d5aa4ae7561f637edf381f3f86e1549b63bf17067e26704
@@ -34,12 +34,20 @@ source "$(dirname "$0")/chroot-common.sh"
 [ -f "$ROOT/.clusterenv-flux-$VERSION" ] && [ -x "$ROOT/opt/flux/bin/flux" ] && exit 0
 make_chroot
 
+# The vendored archive: CLUSTERENV_VENDOR, beside this repository, or beside the one this
+# clone was made from (a CI clone elsewhere of a checkout that has it).
+origin=$(git -C "$REPO" config --get remote.origin.url 2>/dev/null || true)
+[ "${origin#/}" != "$origin" ] || origin=""
+VENDOR=""
+for dir in "${CLUSTERENV_VENDOR:-}" "$REPO/../shared/vendor" ${origin:+"$origin/../shared/vendor"}; do
+    [ -n "$dir" ] && [ -f "$dir/$ARCHIVE" ] && { VENDOR=$dir; break; }
+done
 src=$ROOT/opt/src/$ARCHIVE
 mkdir -p "$ROOT/opt/src"
-if [ -f "$VENDOR/$ARCHIVE" ]; then
+if [ -n "$VENDOR" ]; then
     cp "$VENDOR/$ARCHIVE" "$src"
 elif [ ! -f "$src" ]; then
-    log "no $VENDOR/$ARCHIVE: downloading $UPSTREAM"
+    log "no vendored $ARCHIVE: downloading $UPSTREAM"
     curl -fsSL -o "$src" "$UPSTREAM" || python3 -c 'import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])' "$UPSTREAM" "$src" ||
         fail "cannot download $UPSTREAM"
 fi

@@ -36,6 +36,10 @@ class Cluster:
     env: tuple[str, ...] = ()
     #: The emulated host (on-host.sh) the commands run on: the cluster of slurm-net-up.sh.
     host: str | None = None
+    #: A script that enters the chroot instead of plain chroot (flux-enter.sh), and the
+    #: command the shell line runs under there (a Flux test instance).
+    enter: tuple[str, ...] = ()
+    under: tuple[str, ...] = ()
 
     def argv(self, line: str, workdir: Path) -> list[str]:
         """How to run the shell ``line`` in ``workdir`` against this cluster."""
@@ -44,7 +48,7 @@ class Cluster:
         clean = ["/usr/bin/env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"]
         clean += self.env
         script = f"cd {shlex.quote(str(workdir))} && {line}"
-        return [*self._on(), *clean, "HOME=/root", "bash", "-c", script]
+        return [*self._on(), *clean, "HOME=/root", *self.under, "bash", "-c", script]
 
     def command(self, *args: str) -> list[str]:
         """A Slurm client command (``scontrol``, ``srun --version``) against this cluster."""
@@ -52,6 +56,8 @@ class Cluster:
 
     def _on(self) -> list[str]:
         """Where its commands run: on an emulated host, in the chroot, or both."""
+        if self.enter:
+            return list(self.enter)
         chroot = ["--root", self.root] if self.root else []
         if self.host is not None:
             return [str(ON_HOST), *chroot, self.host]
@@ -157,6 +163,8 @@ def _scrubbed_spec(record: Record) -> Record:
     """The task's spec with this machine's host name scrubbed. Where the host name was part
     of a job id (Open MPI 5's ``PMIX_NAMESPACE=prterun-<host>-<pid>@1``), the port derived
     from it changes too: that one field is re-derived from the scrubbed environment."""
+    if "spec" not in record:  # refused where it ran: the refusal is what a replay must give
+        return {"error": record["error"], "message": scrub_text(record["message"])}
     spec: Record = json.loads(scrub_text(json.dumps(record["spec"])))
     if spec.get("job_id") != record["spec"].get("job_id"):
         replay = detect_environment(
@@ -183,6 +191,7 @@ def record_capture(
                 "env": scrub(record["env"]),
                 "cpus": record["cpus"],
                 **({"torch": record["torch"]} if "torch" in record else {}),
+                **({"truth": record["truth"]} if "truth" in record else {}),
                 # Host files under their scrubbed paths, as the scrubbed variables name them.
                 **({"files": _scrubbed_files(record["files"])} if "files" in record else {}),
             },

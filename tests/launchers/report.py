@@ -25,6 +25,9 @@ from clusterenv._capture import launcher_variables
 from clusterenv._cpu import probe_cpus
 from clusterenv._detect import host_files
 
+#: Variables the launch line sets from the launcher's own answers: CE_TRUTH_NODE=1 -> "node".
+TRUTH = "CE_TRUTH_"
+
 
 def torch_truth() -> dict[str, int]:
     """This task's rank and world size as torch.distributed sees them."""
@@ -50,6 +53,10 @@ def record(out: str | None, truth: bool = False) -> None:
         result = {"error": type(error).__name__, "message": str(error)}
     if truth:
         result["torch"] = torch_truth()
+    # A launcher's own answers about this task, asked by the launch line (Flux's taskmap).
+    truth = {key[9:].lower(): value for key, value in os.environ.items() if key.startswith(TRUTH)}
+    if truth:
+        result["truth"] = truth
     files = host_files(os.environ)  # what a replay must read back (Grid Engine's PE_HOSTFILE)
     if files:
         result["files"] = files
