@@ -78,7 +78,9 @@ def proof_table() -> str:
 
 def index_links() -> str:
     links = ", ".join(f"[{d.name}](sources/{d.source.value}.md)" for d in DETECTORS)
-    return textwrap.fill(f"Per source, in the order they are tried: {links}.", width=92, break_on_hyphens=False)
+    return textwrap.fill(
+        f"Per source, in the order they are tried: {links}.", width=92, break_on_hyphens=False
+    )
 
 
 def summary(proven: str) -> str:
