@@ -54,9 +54,9 @@ def record(out: str | None, truth: bool = False) -> None:
     if truth:
         result["torch"] = torch_truth()
     # A launcher's own answers about this task, asked by the launch line (Flux's taskmap).
-    truth = {key[9:].lower(): value for key, value in os.environ.items() if key.startswith(TRUTH)}
-    if truth:
-        result["truth"] = truth
+    answers = {k[len(TRUTH) :].lower(): v for k, v in os.environ.items() if k.startswith(TRUTH)}
+    if answers:
+        result["truth"] = answers
     files = host_files(os.environ)  # what a replay must read back (Grid Engine's PE_HOSTFILE)
     if files:
         result["files"] = files
