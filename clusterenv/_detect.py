@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
+from clusterenv._ask import Asker, ask_command
 from clusterenv._cpu import CpuProbe, probe_cpus
 from clusterenv._gpu import Gpus
 from clusterenv._gpu_probe import probe_gpus
@@ -30,8 +31,8 @@ __all__ = [
     "Detection",
     "detect_environment",
     "explain_environment",
-    "host_files",
     "launch_facts",
+    "launch_inputs",
 ]
 
 #: Names a source to use regardless of what else is set; ``local`` ignores every scheduler.
@@ -78,6 +79,8 @@ class Detection:
     variables: dict[str, tuple[str, ...]]
     description: str
     launch: LaunchFacts
+    #: The launcher's commands detection asked, and their answers (``None``: none came).
+    answers: dict[str, str | None]
 
 
 def detect_environment(
@@ -86,6 +89,7 @@ def detect_environment(
     gpu_probe: GpuProbe | None = None,
     cpu_probe: CpuProbe | None = None,
     read_file: FileReader = read_text_file,
+    ask: Asker = ask_command,
 ) -> ResourceSpec:
     """Describe the resources of this process and its place in the job.
 
@@ -97,11 +101,14 @@ def detect_environment(
     mask), which caps ``cpus_per_rank``. Pass probes of the machine ``env`` comes from
     (or ``lambda: None``) when ``env`` is not this process's.
     ``read_file(path)`` reads the files that variables name (PBS's and LSF's hostfiles).
+    ``ask(argv)`` runs a launcher's own command where its variables do not say enough (Flux:
+    ``flux job taskmap``), bounded to 2 s (:mod:`clusterenv._ask`); pass
+    ``clusterenv._ask.no_answer`` to run nothing.
 
     Raises a :class:`~clusterenv.ClusterEnvError` subclass, naming the variables, for any
     environment that does not describe a valid job; never any other exception.
     """
-    return _detect(env, gpu_probe, cpu_probe, read_file)[0]
+    return _detect(env, gpu_probe, cpu_probe, read_file, ask)[0]
 
 
 def explain_environment(
@@ -110,14 +117,17 @@ def explain_environment(
     gpu_probe: GpuProbe | None = None,
     cpu_probe: CpuProbe | None = None,
     read_file: FileReader = read_text_file,
+    ask: Asker = ask_command,
 ) -> Detection:
     """Like :func:`detect_environment`, with the reasons (what ``clusterenv inspect`` shows)."""
-    spec, reader, detector = _detect(env, gpu_probe, cpu_probe, read_file)
+    spec, reader, detector = _detect(env, gpu_probe, cpu_probe, read_file, ask)
     forced = reader.env.get(FORCE_VARIABLE, "").strip()
     reason = f"{FORCE_VARIABLE}={shorten(forced)!r}" if forced else detector.reason
     origins = {field: reader.describe(field) for field in reader.origins}
     launch = detector.facts(spec)
-    return Detection(spec, reason, origins, dict(reader.origins), launch.description, launch)
+    return Detection(
+        spec, reason, origins, dict(reader.origins), launch.description, launch, reader.answers
+    )
 
 
 def launch_facts(spec: ResourceSpec) -> LaunchFacts:
@@ -126,16 +136,19 @@ def launch_facts(spec: ResourceSpec) -> LaunchFacts:
     return detector_for(spec.source).facts(spec)
 
 
-def host_files(env: Mapping[str, str], read_file: FileReader = read_text_file) -> dict[str, str]:
-    """The host files that detecting ``env`` reads, as `clusterenv capture` records them: path
-    -> hosts and slot counts in the layout of the source that reads it (never other text).
-    Also where detection then fails: a broken environment is still captured whole."""
-    reader = EnvReader(env, read_file)
+def launch_inputs(
+    env: Mapping[str, str], read_file: FileReader = read_text_file, ask: Asker = ask_command
+) -> tuple[dict[str, str], dict[str, str | None]]:
+    """What detecting ``env`` reads besides it, as `clusterenv capture` records it: the host
+    files (path -> hosts and slot counts in the layout of the source that reads it, never
+    other text) and the launcher's answers (command -> output). Also where detection then
+    fails: a broken environment is still captured whole."""
+    reader = EnvReader(env, read_file, ask)
     with contextlib.suppress(ClusterEnvError):
         _check_lengths(reader.env)
         detector = _choose(reader.env)
         detector.main_address(reader, detector.read(reader, Gpus(reader, tuple)))
-    return reader.files
+    return reader.files, reader.answers
 
 
 def _detect(
@@ -143,8 +156,9 @@ def _detect(
     gpu_probe: GpuProbe | None,
     cpu_probe: CpuProbe | None,
     read_file: FileReader,
+    ask: Asker,
 ) -> tuple[ResourceSpec, EnvReader, Detector]:
-    reader = EnvReader(os.environ if env is None else env, read_file)
+    reader = EnvReader(os.environ if env is None else env, read_file, ask)
     _check_lengths(reader.env)
     detector = _choose(reader.env)
     gpus = Gpus(reader, gpu_probe or probe_gpus)

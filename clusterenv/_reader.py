@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NoReturn
 
+from clusterenv._ask import Asker, no_answer
 from clusterenv._safe import redact_value, shorten
 from clusterenv._spec import GpuInventory
 from clusterenv.exceptions import InvalidVariableError, MissingVariableError
@@ -149,12 +150,28 @@ class EnvReader:
     clusterenv believes what it reports.
     """
 
-    def __init__(self, env: Mapping[str, str], read_file: FileReader = read_text_file) -> None:
+    def __init__(
+        self, env: Mapping[str, str], read_file: FileReader = read_text_file, ask: Asker = no_answer
+    ) -> None:
         self.env = env
         self.origins: dict[str, tuple[str, ...]] = {}
         #: The host files read: path -> their hosts and counts (:meth:`HostFile.text`).
         self.files: dict[str, str] = {}
+        #: The launcher's commands asked (:mod:`clusterenv._ask`): command -> answer.
+        self.answers: dict[str, str | None] = {}
         self._read_file = read_file
+        self._ask = ask
+
+    def answer(self, field: str, argv: tuple[str, ...]) -> str | None:
+        """What the launcher's command ``argv`` answers (asked once), ``None`` where it
+        cannot; ``field`` then comes from the command, named as typed."""
+        command = " ".join(argv)
+        if command not in self.answers:
+            self.answers[command] = self._ask(argv)
+        found = self.answers[command]
+        if found is not None:
+            self.origins[field] = (command,)
+        return found
 
     def hosts(
         self, field: str, name: str, *, hint: str, layout: HostFile = SLOT_LINES
@@ -174,6 +191,10 @@ class EnvReader:
         entries = layout.slots(name, path, text, hint)
         self.files[path] = layout.text(entries)
         return [host for host, count in entries for _ in range(count)]
+
+    def value(self, origin: str) -> str:
+        """The value an origin gave: a variable's, or a command's answer."""
+        return self.env[origin] if origin in self.env else self.answers.get(origin) or ""
 
     def lookup(self, *names: str) -> tuple[str, str] | None:
         """``(name, value)`` of the first of ``names`` that is set, else ``None``."""
@@ -202,7 +223,7 @@ class EnvReader:
         """``"VAR='value', ..."`` for the variables ``field`` came from ('' if none), secrets
         redacted; each value cut to ``limit`` characters where given (for error messages)."""
         values = (
-            (name, redact_value(name, self.env[name])) for name in self.origins.get(field, ())
+            (name, redact_value(name, self.value(name))) for name in self.origins.get(field, ())
         )
         return ", ".join(
             f"{name}={value if limit is None else shorten(value, limit)!r}"

@@ -54,7 +54,9 @@ def _roles(source: Source) -> str:
     found = set()
     for launch in examples(source):
         found.add(
-            explain_environment(launch, gpu_probe=tuple, read_file=launch.read_file).spec.role
+            explain_environment(
+                launch, gpu_probe=tuple, read_file=launch.read_file, ask=launch.ask
+            ).spec.role
         )
     return ", ".join(role.value for role in Role if role in found)
 

@@ -33,9 +33,12 @@ def examples(source: Source) -> list[Launch]:
 
 def detect(env: Mapping[str, str], gpus: Sequence[str] = ()) -> ResourceSpec:
     """The one detection helper of the tests: ``gpus`` is what the GPU probe finds, and a
-    builder's host files are read from the :class:`~clusterenv.testing.Launch`."""
-    read = env.read_file if isinstance(env, Launch) else Launch({}).read_file
-    return detect_environment(env, gpu_probe=lambda: tuple(gpus), read_file=read)
+    builder's host files and launcher answers (Flux's taskmap) come from the
+    :class:`~clusterenv.testing.Launch`: no command runs."""
+    launch = env if isinstance(env, Launch) else Launch({})
+    return detect_environment(
+        env, gpu_probe=lambda: tuple(gpus), read_file=launch.read_file, ask=launch.ask
+    )
 
 
 def fields(spec: ResourceSpec, expected: Mapping[str, Any]) -> dict[str, Any]:

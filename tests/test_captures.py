@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from clusterenv import ClusterEnvError, detect_environment
+from clusterenv._ask import recorded
 from clusterenv.testing import Launch
 from tests.truth import (
     CAPTURES,
@@ -70,6 +71,7 @@ def test_replay(path: Path) -> None:
                 gpu_probe=lambda: (),
                 cpu_probe=_returning(cpus),
                 read_file=files.read_file,
+                ask=recorded(task.get("answers", {})),  # Flux's, as the task got them
             ).model_dump(mode="json")
         except ClusterEnvError as error:  # a launch refused where it ran (Flux's, for now)
             refused = {"error": type(error).__name__, "message": str(error)}

@@ -127,7 +127,7 @@ def test_errors_exit_2_with_one_line_and_no_traceback(tmp_path: Path) -> None:
 def test_env_file_formats(tmp_path: Path) -> None:
     path = tmp_path / "env.txt"
     path.write_text("# printenv\nSLURM_JOB_ID=42\nexport MASTER_PORT='1234'\nnot a variable\n")
-    assert read_env_file(str(path)) == ({"SLURM_JOB_ID": "42", "MASTER_PORT": "1234"}, {}, None)
+    assert read_env_file(str(path)) == ({"SLURM_JOB_ID": "42", "MASTER_PORT": "1234"}, {}, None, {})
 
 
 def test_capture_round_trips_through_inspect(

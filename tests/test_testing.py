@@ -7,7 +7,7 @@ import importlib
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -15,6 +15,7 @@ from clusterenv import ClusterEnvError, detect_environment
 from clusterenv.testing import (
     Launch,
     deepspeed_env,
+    flux_env,
     gridengine_env,
     local_env,
     mpich_env,
@@ -47,6 +48,10 @@ MACHINE = frozenset(
         *("PE_HOSTFILE", "SGE_ROOT", "SGE_BINARY_PATH", "SGE_JOB_SPOOL_DIR", "SGE_CWD_PATH"),
         *("SGE_O_HOME", "SGE_O_HOST", "SGE_O_PATH", "SGE_O_WORKDIR", "SGE_STDIN_PATH"),
         *("SGE_STDOUT_PATH", "SGE_STDERR_PATH", "SGE_QMASTER_PORT", "SGE_EXECD_PORT"),
+        # Flux: the instance's paths and URIs, the job's folders, the terminus session
+        *("FLUX_CONNECTOR_PATH", "FLUX_EXEC_PATH", "FLUX_MODULE_PATH", "FLUX_START_URI"),
+        *("FLUX_TERMINUS_SESSION", "FLUX_URI", "FLUX_JOB_TMPDIR", "FLUX_PMI_LIBRARY_PATH"),
+        *("FLUX_JOB_ID_PATH", "OMPI_MCA_btl_vader_backing_directory"),
     }
 )
 Mock = Callable[[dict[str, str]], dict[str, str]]  # a captured task's env -> the mock of it
@@ -80,7 +85,36 @@ def torchrun(nnodes: int, **kwargs: Any) -> Mock:
     return build
 
 
+def flux(taskmap: Literal["block", "cyclic"] = "block") -> Mock:
+    """A task (or a job's body) of the 4-broker test instance, whose brokers share one host
+    name (what `flux job taskmap --hostname=0` answered there)."""
+
+    def build(real: dict[str, str]) -> dict[str, str]:
+        if "FLUX_ENCLOSING_ID" in real:
+            return flux_env(2, job_id=real["FLUX_ENCLOSING_ID"], hosts=HOSTS, step="batch")
+        nodes, size = int(real["FLUX_JOB_NNODES"]), int(real["FLUX_JOB_SIZE"])
+        return flux_env(
+            nodes,
+            size // nodes,
+            int(real["FLUX_TASK_RANK"]),
+            job_id=real["FLUX_JOB_ID"],
+            master_addr=real.get("MASTER_ADDR"),
+            taskmap=taskmap,
+            hosts=("flux-host",) * nodes,
+        )
+
+    HOSTS = ("flux-host", "flux-host")
+    return build
+
+
 MOCKS: dict[str, Mock] = {
+    **{
+        name: flux()
+        for name in ("flux-run-1x2", "flux-run-2x2", "flux-run-2x2-main", "flux-4-nodes")
+    },
+    **{name: flux() for name in ("flux-tasks-per-node", "flux-submit", "flux-pmi2")},
+    **{name: flux() for name in ("flux-batch", "flux-alloc")},
+    **{name: flux("cyclic") for name in ("flux-cyclic", "flux-cyclic-3x2")},
     "export-none": slurm(nodes=2, tasks_per_node=1),
     "gpus-per-node": slurm(nodes=2, tasks_per_node=2, gpus_per_node=2),
     "gpus-per-node-typed": slurm(nodes=2, tasks_per_node=2, gpus_per_node=2, gpu_type="a100"),
@@ -149,6 +183,7 @@ NOT_MODELLED |= {"step-smaller-than-job", "cray-shasta-step-smaller-than-job", "
 NOT_MODELLED |= {"accelerate-cpu", "accelerate-multi", "ray-train", "intel-mpi-under-slurm"}
 NOT_MODELLED |= {"openmpi-5-np4", "mpich-5-2-nodes", "intel-mpi-2-nodes"}
 NOT_MODELLED |= {"sbatch-no-task-count", "srun-arbitrary-hostfile"}
+NOT_MODELLED |= {"flux-manual"}  # a taskmap given by hand: flux_env models block and cyclic
 NOT_MODELLED |= {"deepspeed-in-sbatch"}  # a batch step and DeepSpeed's ranks in one process
 NOT_MODELLED |= {
     "gridengine-qrsh",
@@ -175,10 +210,13 @@ def test_mock_has_the_shape_of_the_real_launch(name: str) -> None:
         }
         assert not differ, f"(mock, real) values differ: {differ}"
         # Both set CUDA_VISIBLE_DEVICES where Slurm binds GPUs; elsewhere: no GPU here.
-        recorded = Launch({}, task.get("files", {}))
+        recorded = Launch({}, task.get("files", {}), task.get("answers", {}))
+        built = mock if isinstance(mock, Launch) else recorded
         assert detect_environment(
-            mock, gpu_probe=tuple, read_file=getattr(mock, "read_file", recorded.read_file)
-        ) == detect_environment(real, gpu_probe=tuple, read_file=recorded.read_file)
+            mock, gpu_probe=tuple, read_file=built.read_file, ask=built.ask
+        ) == detect_environment(
+            real, gpu_probe=tuple, read_file=recorded.read_file, ask=recorded.ask
+        )
 
 
 def test_the_docstring_topology() -> None:

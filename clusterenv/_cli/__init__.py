@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from clusterenv import __version__
+from clusterenv._ask import Asker, ask_command, recorded
 from clusterenv._cli._env import FORMATS, env_text
 from clusterenv._cli._envfile import EnvFile, Usage, capture, read_env_file
 from clusterenv._cli._errors import internal_error, output_failed, say
@@ -250,13 +251,18 @@ def _main(args: argparse.Namespace) -> int:
     given = read_env_file(args.env_file) if args.env_file else None
     if args.command == "capture":
         if given is None:
-            given = EnvFile(dict(os.environ), {}, machine_here(os.environ))
-        print(json.dumps(capture(given.env, given.machine), indent=2))
+            ask: Asker = ask_command
+            given = EnvFile(dict(os.environ), {}, machine_here(os.environ), {})
+        else:  # a replay: give back what was recorded, never ask this machine
+            ask = recorded(given.answers)
+        print(json.dumps(capture(given.env, given.machine, ask), indent=2))
         return 0
     if given is None:
         result = live_report(os.environ, args.lightning)
     else:
-        result = inspect_report(given.env, given.files, given.machine, args.lightning)
+        result = inspect_report(
+            given.env, given.files, given.machine, args.lightning, given.answers
+        )
     if args.json:
         print(result.model_dump_json(indent=2))
     else:

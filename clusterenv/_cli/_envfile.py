@@ -14,16 +14,18 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
+from clusterenv._ask import Asker
 from clusterenv._capture import launcher_variables
-from clusterenv._detect import host_files
+from clusterenv._detect import launch_inputs
 from clusterenv._machine import Machine
 from clusterenv._reader import MAX_FILE_BYTES, MAX_VALUE_LENGTH, read_bytes
-from clusterenv._safe import escape, shorten
+from clusterenv._safe import escape, redact_text, shorten
 
 __all__ = ["CAPTURE_VERSION", "FORMATS", "EnvFile", "Usage", "capture", "read_env_file"]
 
 #: The version of `clusterenv capture`'s format: {schema_version, captured_at, env, files,
-#: machine}. Files without schema_version (older captures, plain JSON) are still read.
+#: answers, machine} (``answers`` is new in 1, optional). Files without schema_version
+#: (older captures, plain JSON) are still read.
 CAPTURE_VERSION = 1
 
 FORMATS = "`env`/`printenv` output, NAME=VALUE lines, JSON or `clusterenv capture` output"
@@ -55,11 +57,13 @@ def _text(path: str, name: str) -> str:
 
 class EnvFile(NamedTuple):
     """What an env file holds: the variables, the host files a capture recorded (by path),
-    and the machine it recorded (``None`` for a plain dump)."""
+    the machine it recorded (``None`` for a plain dump) and the launcher's answers it
+    recorded (command -> output: what a replay gives back instead of running anything)."""
 
     env: dict[str, str]
     files: dict[str, str]
     machine: Machine | None
+    answers: dict[str, str]
 
 
 def read_env_file(path: str) -> EnvFile:
@@ -90,13 +94,14 @@ def read_env_file(path: str) -> EnvFile:
             raise Usage(f"--env-file {name}: expected a JSON object of variables ({FORMATS})")
         captured = isinstance(data, dict) and "env" in data
         files = data.get("files", {}) if captured else {}
+        answers = data.get("answers", {}) if captured else {}
         machine = _machine(name, data.get("machine")) if captured else None
         data = data.get("env", data) if isinstance(data, dict) else data
-        if not isinstance(data, dict) or not isinstance(files, dict):
+        if not all(isinstance(part, dict) for part in (data, files, answers)):
             raise Usage(f"--env-file {name}: expected a JSON object of variables")
-        env, recorded = _strings(data), _strings(files)
+        env, recorded, answered = _strings(data), _strings(files), _strings(answers)
     else:
-        env, recorded, machine, captured = {}, {}, None, False
+        env, recorded, answered, machine, captured = {}, {}, {}, None, False
         for line in text.splitlines():
             key, sep, value = line.removeprefix("export ").partition("=")
             if sep and key.strip() and not key.lstrip().startswith("#"):
@@ -104,7 +109,7 @@ def read_env_file(path: str) -> EnvFile:
     if not env and not captured:  # a capture of a plain machine may hold none
         raise Usage(f"--env-file {name} has no variables; it should hold {FORMATS}")
     _check_sizes(name, env)
-    return EnvFile(env, recorded, machine)
+    return EnvFile(env, recorded, machine, answered)
 
 
 def _check_sizes(name: str, env: Mapping[str, str]) -> None:
@@ -138,16 +143,18 @@ def _strings(data: Mapping[object, object]) -> dict[str, str]:
     return {str(key): str(value) for key, value in data.items() if value is not None}
 
 
-def capture(env: Mapping[str, str], machine: Machine | None) -> dict[str, Any]:
+def capture(env: Mapping[str, str], machine: Machine | None, ask: Asker) -> dict[str, Any]:
     """What `inspect --env-file` needs to give the same report on another machine: the
     launcher and network variables, the hosts and slot counts of the host files detection
     reads, in the layout of the source that reads each (never a host file's raw text: a
-    variable may name any file), and ``machine`` (the GPU probe's result, CPUs, versions,
-    host)."""
+    variable may name any file), the answers of the launcher's commands detection asked
+    (``ask``), and ``machine`` (the GPU probe's result, CPUs, versions, host)."""
+    files, answers = launch_inputs(env, ask=ask)
     return {
         "schema_version": CAPTURE_VERSION,
         "captured_at": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
         "env": launcher_variables(env),
-        "files": host_files(env),
+        "files": files,
+        "answers": {command: redact_text(text) for command, text in answers.items() if text},
         "machine": machine.model_dump(mode="json") if machine else None,
     }

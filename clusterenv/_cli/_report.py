@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from clusterenv import __version__
+from clusterenv._ask import Asker, ask_command, recorded
 from clusterenv._detect import explain_environment
 from clusterenv._diagnose import diagnose
 from clusterenv._finding import Finding
@@ -91,17 +92,20 @@ def inspect_report(
     files: Mapping[str, str],
     machine: Machine | None,
     lightning: str | None = None,
+    answers: Mapping[str, str] | None = None,
 ) -> InspectReport:
-    """The report for an env file: its variables, host files and recorded machine (``None``
-    for a plain dump). Its GPUs and CPUs are the recorded probe results, or none: never
-    those of the machine reading it (:func:`live_report` describes this process)."""
-    return _build(env, files, machine or Machine(), "env-file", lightning)
+    """The report for an env file: its variables, host files, recorded machine (``None``
+    for a plain dump) and launcher answers. Its GPUs and CPUs are the recorded probe
+    results, or none, and no command runs: never the machine reading it (:func:`live_report`
+    describes this process)."""
+    ask = recorded(answers or {})
+    return _build(env, files, machine or Machine(), "env-file", lightning=lightning, ask=ask)
 
 
 def live_report(env: Mapping[str, str], lightning: str | None = None) -> InspectReport:
     """The report for this process, on this machine, with what only this machine can tell
     (where the main address resolves)."""
-    return _build(env, {}, machine_here(env), "process", lightning)
+    return _build(env, {}, machine_here(env), "process", lightning=lightning, ask=ask_command)
 
 
 def machine_here(env: Mapping[str, str]) -> Machine:
@@ -123,7 +127,9 @@ def _build(
     files: Mapping[str, str],
     machine: Machine,
     origin: Literal["process", "env-file"],
+    *,
     lightning: str | None,
+    ask: Asker,
 ) -> InspectReport:
     gpus = machine.gpus or GpuInventory()  # not recorded: no GPU, never this machine's
 
@@ -131,7 +137,11 @@ def _build(
         return files[path] if path in files else read_text_file(path)
 
     detection = explain_environment(
-        env, gpu_probe=lambda: gpus, cpu_probe=lambda: machine.affinity, read_file=read_file
+        env,
+        gpu_probe=lambda: gpus,
+        cpu_probe=lambda: machine.affinity,
+        read_file=read_file,
+        ask=ask,
     )
     spec = detection.spec
     warnings = [
@@ -143,8 +153,14 @@ def _build(
     if lightning:
         adapter, problems = _lightning(spec, lightning)
         warnings += problems
+
+    def reader_value(origin: str) -> str:  # a variable's value, or a command's answer
+        return env[origin] if origin in env else detection.answers.get(origin) or ""
+
     origins = {
-        field: [Origin(variable=name, value=redact_value(name, env[name])) for name in names]
+        field: [
+            Origin(variable=name, value=redact_value(name, reader_value(name))) for name in names
+        ]
         for field, names in detection.variables.items()
         if names
     }

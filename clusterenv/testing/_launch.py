@@ -10,16 +10,30 @@ __all__ = ["Launch", "check", "ids", "port", "positive", "rank_of"]
 
 
 class Launch(dict[str, str]):
-    """The environment of one process of a launch, and the files its variables name.
+    """The environment of one process of a launch, the files its variables name, and what
+    the launcher's own commands answer there.
 
     A plain ``dict`` of variables (pass it as ``env=``); ``files`` holds the host files a
     scheduler writes (``PBS_NODEFILE``, ``LSB_DJOB_HOSTFILE``), which are not on disk in a
-    test: pass ``read_file=launch.read_file`` to :func:`~clusterenv.detect_environment`.
+    test: pass ``read_file=launch.read_file`` to :func:`~clusterenv.detect_environment`;
+    ``answers`` what the launcher's commands print in the process (Flux's ``flux job
+    taskmap``), which do not run in a test: pass ``ask=launch.ask``.
     """
 
-    def __init__(self, env: Mapping[str, str], files: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        env: Mapping[str, str],
+        files: Mapping[str, str] | None = None,
+        answers: Mapping[str, str] | None = None,
+    ) -> None:
         super().__init__(env)
         self.files = dict(files or {})
+        self.answers = dict(answers or {})
+
+    def ask(self, argv: tuple[str, ...]) -> str | None:
+        """What command ``argv`` prints in this process (from ``answers``); ``None`` where
+        it is not there, like a command that is not installed."""
+        return self.answers.get(" ".join(argv))
 
     def read_file(self, path: str) -> str:
         """The text of ``path`` from ``files``; ``FileNotFoundError`` like a missing file."""

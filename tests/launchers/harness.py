@@ -159,6 +159,11 @@ def _scrubbed_files(files: Mapping[str, str]) -> dict[str, str]:
     return {"/scrubbed": scrub_text(text)}
 
 
+def _scrubbed(answers: Mapping[str, str]) -> dict[str, str]:
+    """The launcher's answers with this machine's host name scrubbed, keys and values."""
+    return {scrub_text(command): scrub_text(text) for command, text in answers.items()}
+
+
 def _scrubbed_spec(record: Record) -> Record:
     """The task's spec with this machine's host name scrubbed. Where the host name was part
     of a job id (Open MPI 5's ``PMIX_NAMESPACE=prterun-<host>-<pid>@1``), the port derived
@@ -192,6 +197,7 @@ def record_capture(
                 "cpus": record["cpus"],
                 **({"torch": record["torch"]} if "torch" in record else {}),
                 **({"truth": record["truth"]} if "truth" in record else {}),
+                **({"answers": _scrubbed(record["answers"])} if "answers" in record else {}),
                 # Host files under their scrubbed paths, as the scrubbed variables name them.
                 **({"files": _scrubbed_files(record["files"])} if "files" in record else {}),
             },

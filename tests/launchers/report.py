@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 import clusterenv
 from clusterenv._capture import launcher_variables
 from clusterenv._cpu import probe_cpus
-from clusterenv._detect import host_files
+from clusterenv._detect import launch_inputs
 
 #: Variables the launch line sets from the launcher's own answers: CE_TRUTH_NODE=1 -> "node".
 TRUTH = "CE_TRUTH_"
@@ -54,12 +54,16 @@ def record(out: str | None, truth: bool = False) -> None:
     if truth:
         result["torch"] = torch_truth()
     # A launcher's own answers about this task, asked by the launch line (Flux's taskmap).
-    answers = {k[len(TRUTH) :].lower(): v for k, v in os.environ.items() if k.startswith(TRUTH)}
-    if answers:
-        result["truth"] = answers
-    files = host_files(os.environ)  # what a replay must read back (Grid Engine's PE_HOSTFILE)
+    told = {k[len(TRUTH) :].lower(): v for k, v in os.environ.items() if k.startswith(TRUTH)}
+    if told:
+        result["truth"] = told
+    # What a replay must give back: the host files read (Grid Engine's PE_HOSTFILE) and the
+    # launcher's answers (Flux's taskmap).
+    files, answers = launch_inputs(os.environ)
     if files:
         result["files"] = files
+    if any(answers.values()):
+        result["answers"] = {command: text for command, text in answers.items() if text}
     line = json.dumps({"env": env, "cpus": probe_cpus(), **result}, sort_keys=True)
     if out is None:
         print(line, flush=True)

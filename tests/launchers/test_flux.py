@@ -2,7 +2,8 @@
 instance of four brokers: tests/launchers/flux-build.sh, flux-enter.sh), against Flux's own
 answers in every task: ``flux job taskmap --nodeid`` (the task's node) and ``--hostname=0``
 (rank 0's host), and in a job's body the nodes its instance holds (``flux resource list``).
-"""
+Detection asks Flux the same questions (its taskmap, rank 0's host, the instance's
+resources) through its bounded asker; the captures record the answers it got."""
 
 from __future__ import annotations
 
@@ -44,28 +45,8 @@ LAUNCHES = {
 TASKS = {"flux-run-1x2": 2, "flux-cyclic-3x2": 6, "flux-4-nodes": 8, "flux-batch": 1}
 
 
-#: What detection gets wrong today, measured here (issue 40): a job's body (flux batch,
-#: flux alloc) reads as a local run, and a taskmap that is neither block nor 2-node cyclic
-#: puts tasks on the wrong node. Both need Flux's own answer (its taskmap, the instance's
-#: resources), which the task's variables do not carry.
-WRONG = {
-    "flux-alloc": "the body of flux alloc -N2 reads as local/standalone",
-    "flux-batch": "the body of flux batch -N2 reads as local/standalone",
-    "flux-cyclic-3x2": "cyclic over 3 nodes: rank 2 is derived onto node 1, Flux puts it on 2",
-    "flux-manual": "a manual taskmap: ranks 1 and 3 are derived onto the wrong node",
-}
-
-
 @pytest.mark.flux
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(name, marks=pytest.mark.xfail(reason=WRONG[name], strict=True))
-        if name in WRONG
-        else name
-        for name in sorted(LAUNCHES)
-    ],
-)
+@pytest.mark.parametrize("name", sorted(LAUNCHES))
 def test_flux_job(name: str, tmp_path: Path, flux: Cluster) -> None:
     records = launch(LAUNCHES[name], tmp_path, timeout=120, slurm=flux)
     assert len(records) == TASKS.get(name, 1 if name == "flux-alloc" else 4)

@@ -71,7 +71,9 @@ def test_present_detected_and_every_field_traced(source: Source, launch: Launch)
     detector = detector_for(source)
     assert detector.present(launch)
     probe = ("0", "1")
-    detection = explain_environment(launch, gpu_probe=lambda: probe, read_file=launch.read_file)
+    detection = explain_environment(
+        launch, gpu_probe=lambda: probe, read_file=launch.read_file, ask=launch.ask
+    )
     spec, origins = detection.spec, detection.origins
     assert spec.source is source
     assert detection.reason == detector.reason
@@ -103,7 +105,7 @@ def test_absent_from_an_empty_environment(detector: Detector) -> None:
 @pytest.mark.parametrize(("source", "launch"), CASES, ids=IDS)
 def test_capture_records_every_variable_detection_reads(source: Source, launch: Launch) -> None:
     env = _Recording(launch)
-    explain_environment(env, gpu_probe=tuple, read_file=launch.read_file)
+    explain_environment(env, gpu_probe=tuple, read_file=launch.read_file, ask=launch.ask)
     read = {name for name in env.read if name in launch}
     assert read - set(launcher_variables(launch)) == set()
     assert set(launch) - set(launcher_variables(launch)) <= {"PYTHONUNBUFFERED"}
@@ -112,7 +114,9 @@ def test_capture_records_every_variable_detection_reads(source: Source, launch: 
 @pytest.mark.parametrize(("source", "launch"), CASES, ids=IDS)
 def test_roles_are_described_and_diagnosed(source: Source, launch: Launch) -> None:
     detector = detector_for(source)
-    spec = explain_environment(launch, gpu_probe=tuple, read_file=launch.read_file).spec
+    spec = explain_environment(
+        launch, gpu_probe=tuple, read_file=launch.read_file, ask=launch.ask
+    ).spec
     described = detector.describe(spec)
     assert described.startswith(("the ", "a "))
     assert "{" not in described
@@ -130,8 +134,14 @@ def test_roles_are_described_and_diagnosed(source: Source, launch: Launch) -> No
 @pytest.mark.parametrize(("source", "launch"), CASES, ids=IDS)
 def test_main_address_and_port_are_overridden(source: Source, launch: Launch) -> None:
     """The documented promise, for every source: MASTER_ADDR and MASTER_PORT win."""
-    given = Launch({**launch, "MASTER_ADDR": "198.18.0.9", "MASTER_PORT": "21212"}, launch.files)
-    spec = explain_environment(given, gpu_probe=tuple, read_file=given.read_file).spec
+    given = Launch(
+        {**launch, "MASTER_ADDR": "198.18.0.9", "MASTER_PORT": "21212"},
+        launch.files,
+        launch.answers,
+    )
+    spec = explain_environment(
+        given, gpu_probe=tuple, read_file=given.read_file, ask=given.ask
+    ).spec
     assert (spec.master_addr, spec.master_port) == ("198.18.0.9", 21212)
 
 
@@ -144,11 +154,13 @@ _DEEPSPEED |= {"MASTER_ADDR": "198.18.0.9", "MASTER_PORT": "29500"}
 def test_a_launcher_started_in_a_job_script_owns_its_ranks(source: Source, launch: Launch) -> None:
     """Precedence is derived, not declared: a rank that `deepspeed train.py` started from a
     job script or allocation shell (a source's batch or shell role) is the launcher's."""
-    spec = explain_environment(launch, gpu_probe=tuple, read_file=launch.read_file).spec
+    spec = explain_environment(
+        launch, gpu_probe=tuple, read_file=launch.read_file, ask=launch.ask
+    ).spec
     if spec.role not in (Role.BATCH, Role.SHELL):
         return
-    rank = Launch({**launch, **_DEEPSPEED}, launch.files)
-    inner = explain_environment(rank, gpu_probe=tuple, read_file=rank.read_file).spec
+    rank = Launch({**launch, **_DEEPSPEED}, launch.files, launch.answers)
+    inner = explain_environment(rank, gpu_probe=tuple, read_file=rank.read_file, ask=rank.ask).spec
     assert (inner.source, inner.global_rank, inner.world_size) == (Source.ENV, 1, 2)
 
 
@@ -179,12 +191,16 @@ def test_lightning_hints_are_the_launchers_own() -> None:
     require_modules("lightning")
     import clusterenv.lightning as cl  # noqa: PLC0415 - imports torch
 
-    spec = explain_environment(lsf_env(2, 2, 3), read_file=lsf_env(2, 2, 3).read_file).spec
+    spec = explain_environment(
+        lsf_env(2, 2, 3), read_file=lsf_env(2, 2, 3).read_file, ask=lsf_env(2, 2, 3).ask
+    ).spec
     with pytest.raises(ValueError, match="jsrun") as raised:
         cl.trainer_kwargs(spec, package="lightning", devices=4)
     assert "torchrun" not in str(raised.value)
     batch = pbs_env(2, 4)
-    batch_spec: ResourceSpec = explain_environment(batch, read_file=batch.read_file).spec
+    batch_spec: ResourceSpec = explain_environment(
+        batch, read_file=batch.read_file, ask=batch.ask
+    ).spec
     with pytest.raises(ValueError, match=r"job script of a PBS job.*start the ranks with mpirun"):
         cl.trainer_kwargs(batch_spec, package="lightning")
 
