@@ -251,6 +251,19 @@ def test_a_batch_step_that_sees_gpus_without_gres_starts_one_rank_per_gpu() -> N
     assert (spec.gpus_per_node, spec.devices_per_node, spec.world_size) == (4, 4, 8)
 
 
+@pytest.mark.parametrize(
+    "env",
+    [{"SLURM_JOB_ID": "42"}, {"SLURM_JOB_ID": "42", "SLURM_JOBID": "42", "SLURM_JOB_USER": "u"}],
+    ids=["job-id-only", "job-id-and-user"],
+)
+def test_a_job_id_without_the_job_is_not_a_task_of_it(env: dict[str, str]) -> None:
+    """An ssh session into a job's node (or SLURM_JOB_ID exported by hand): say what it is
+    and how to start ranks in the job, not which geometry variable is missing."""
+    with pytest.raises(MissingVariableError, match="not part of that job") as raised:
+        detect(env)
+    assert "srun --jobid=42 --overlap" in str(raised.value)
+
+
 def test_a_procid_without_a_step_is_not_the_batch_step() -> None:
     """The batch step always has SLURM_PROCID=0 (srun(1) sets SLURM_STEP_ID in a step)."""
     env = slurm_env(2, step="batch") | {"SLURM_PROCID": "1"}

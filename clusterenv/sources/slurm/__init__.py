@@ -27,7 +27,7 @@ from clusterenv._finding import Finding
 from clusterenv._reader import EnvReader, parse_integer
 from clusterenv._safe import shorten
 from clusterenv._spec import Accelerator, ResourceSpec, Role, Source
-from clusterenv.exceptions import HostlistError, InconsistentEnvironmentError
+from clusterenv.exceptions import HostlistError, InconsistentEnvironmentError, MissingVariableError
 from clusterenv.hostlist import count_hosts, expand_hostlist
 from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Roles
 from clusterenv.sources.slurm._findings import NTASKS, slurm_findings
@@ -158,6 +158,17 @@ class SlurmDetector(Detector):
     def _allocation(self, reader: EnvReader, visible: int) -> tuple[Fields, int | None]:
         """The batch step or the salloc shell: describe what srun should start. In a
         heterogeneous job (only ``*_HET_GROUP_N`` geometry) that is component 0."""
+        if not reader.lookup(*het("SLURM_JOB_NUM_NODES", "SLURM_NNODES", "SLURM_JOB_NODELIST")):
+            job = reader.value(reader.first("job_id"))
+            raise MissingVariableError(
+                f"{reader.first('job_id')}={shorten(job)!r} is set, but none of the variables "
+                "Slurm gives the processes of a job (SLURM_JOB_NUM_NODES, SLURM_JOB_NODELIST, "
+                "SLURM_STEP_ID): this process is not part of that job — an ssh session into "
+                "one of its nodes, or a job id exported by hand",
+                variables=(reader.first("job_id"),),
+                hint=f"start the ranks inside the job: srun --jobid={shorten(job)} --overlap "
+                "python train.py (or sbatch); or unset SLURM_JOB_ID",
+            )
         num_nodes = reader.integer(
             "num_nodes", *het("SLURM_JOB_NUM_NODES", "SLURM_NNODES"), hint=_HINT, minimum=1
         )
