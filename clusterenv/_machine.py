@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 #: The packages whose versions a bug report needs (those installed are listed).
-PACKAGES = ("clusterenv", "pydantic", "torch", "lightning", "pytorch_lightning", "mpi4py")
+PACKAGES = ("clusterenv-hpc", "pydantic", "torch", "lightning", "pytorch_lightning", "mpi4py")
 #: Variables that decide whether rendezvous and collectives find each other: the main
 #: address, the interfaces NCCL/Gloo bind, NCCL's, torch's and libfabric's settings.
 NETWORK_PREFIXES = ("MASTER_", "NCCL_", "GLOO_", "TORCH_", "FI_", "UCX_")

@@ -23,7 +23,7 @@ LUMI_NODE = Machine(
     host="nid005001",
     os="Linux-5.14.21-x86_64-with-glibc2.31",
     python="3.11.7",
-    packages={"clusterenv": "0.1.0", "pydantic": "2.9.2", "torch": "2.6.0+rocm6.2"},
+    packages={"clusterenv-hpc": "0.1.0", "pydantic": "2.9.2", "torch": "2.6.0+rocm6.2"},
     gpus=GpuInventory(vendor=GpuVendor.AMD, devices=tuple("01234567"), models=("gfx90a",) * 8),
     cpus=128,
     affinity=7,

@@ -327,7 +327,7 @@ def test_missing_lightning_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> N
     for name in PACKAGES:
         monkeypatch.delitem(sys.modules, name, raising=False)
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(MissingDependencyError, match=r"clusterenv\[lightning\]"):
+    with pytest.raises(MissingDependencyError, match=r"clusterenv-hpc\[lightning\]"):
         cl.trainer_kwargs(spec_of({}))
 
 

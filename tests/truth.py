@@ -222,6 +222,8 @@ WARNED: dict[str, set[str]] = {
     "srun-N2-n4-cyclic": {"slurm.ntasks-without-per-node"},
     "srun-arbitrary-hostfile": {"slurm.ntasks-without-per-node"},
     "srun-four-nodes-uneven": {"slurm.ntasks-without-per-node"},
+    # torchrun in the job script of a 2-node job: its ranks run on the first node only
+    "torchrun-in-batch-step": {"slurm.launcher-in-batch-step"},
 }
 
 

@@ -74,7 +74,8 @@ def resolve_package(package: Package | None = None) -> Package:
             return name
     raise MissingDependencyError(
         "neither lightning nor pytorch_lightning is installed",
-        hint="pip install 'clusterenv[lightning]' (or 'clusterenv[pytorch-lightning]')",
+        hint="pip install 'clusterenv-hpc[lightning]' (or 'clusterenv-hpc[pytorch-lightning]'; "
+        "from a checkout: pip install '.[lightning]')",
     )
 
 
@@ -186,8 +187,9 @@ def import_module(module: str) -> Any:
     except ImportError as error:
         raise MissingDependencyError(
             f"cannot import {module} ({error})",
-            hint="pip install 'clusterenv[lightning]' for lightning, or "
-            "'clusterenv[pytorch-lightning]' for pytorch_lightning",
+            hint="pip install 'clusterenv-hpc[lightning]' for lightning, or "
+            "'clusterenv-hpc[pytorch-lightning]' for pytorch_lightning (from a checkout: "
+            "pip install '.[lightning]')",
         ) from None
 
 

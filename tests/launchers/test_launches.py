@@ -192,6 +192,23 @@ def test_torchrun_inside_srun(tmp_path: Path, slurm_cluster: Cluster) -> None:
     record_capture(name, command, records, {"launcher": "torchrun+slurm"})
 
 
+@pytest.mark.slurm
+@pytest.mark.torchrun
+@pytest.mark.usefixtures("torchrun")
+def test_torchrun_in_the_batch_step_of_a_two_node_job(
+    tmp_path: Path, slurm_cluster: Cluster
+) -> None:
+    """The mistake of issue 39: torchrun typed in the job script runs on the first node only;
+    its ranks are right about themselves, and the finding says the other node idles."""
+    command = f"{SBATCH} -N2 --wrap '{TORCHRUN} --standalone {{report}} {{out}}'"
+    records = launch(command, tmp_path, slurm=slurm_cluster)
+    assert len(records) == 2
+    check_torchrun(records)
+    check_findings("torchrun-in-batch-step", records)
+    name = capture_name("torchrun-in-batch-step", slurm_cluster)
+    record_capture(name, command, records, {"launcher": "torchrun+slurm"})
+
+
 @pytest.mark.mpi
 @pytest.mark.usefixtures("mpirun")
 @pytest.mark.parametrize("ranks", [2, 3])
