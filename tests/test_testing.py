@@ -184,7 +184,7 @@ NOT_MODELLED |= {"accelerate-cpu", "accelerate-multi", "ray-train", "intel-mpi-u
 NOT_MODELLED |= {"openmpi-5-np4", "mpich-5-2-nodes", "intel-mpi-2-nodes"}
 NOT_MODELLED |= {"sbatch-no-task-count", "srun-arbitrary-hostfile"}
 NOT_MODELLED |= {"flux-manual"}  # a taskmap given by hand: flux_env models block and cyclic
-NOT_MODELLED |= {"deepspeed-in-sbatch"}  # a batch step and DeepSpeed's ranks in one process
+NOT_MODELLED |= {"deepspeed-in-sbatch", "torchrun-in-batch-step"}  # a batch step and a launcher's ranks in one process
 NOT_MODELLED |= {
     "gridengine-qrsh",
     "gridengine-mpirun",
