@@ -24,6 +24,7 @@ from tests.truth import (
     check_flux,
     check_gridengine,
     check_mpi,
+    check_pbs,
     check_ranks,
     check_slurm,
     check_torchrun,
@@ -65,6 +66,7 @@ def test_replay(path: Path) -> None:
         cpus: int | None = task.get("cpus")  # what the task's CPU probe saw
         files = Launch({}, task.get("files", {}))  # the host files it read (Grid Engine's)
         truth = {key: task[key] for key in ("torch", "truth") if key in task}
+        recorded_files = {"files": task["files"]} if "files" in task else {}
         try:
             spec = detect_environment(
                 task["env"],
@@ -75,9 +77,9 @@ def test_replay(path: Path) -> None:
             ).model_dump(mode="json")
         except ClusterEnvError as error:  # a launch refused where it ran (Flux's, for now)
             refused = {"error": type(error).__name__, "message": str(error)}
-            records.append({"env": task["env"], "cpus": cpus, **refused, **truth})
+            records.append({"env": task["env"], "cpus": cpus, **refused, **truth, **recorded_files})
             continue
-        records.append({"env": task["env"], "spec": spec, "cpus": cpus, **truth})
+        records.append({"env": task["env"], "spec": spec, "cpus": cpus, **truth, **recorded_files})
     specs = [
         record.get("spec", {k: record.get(k) for k in ("error", "message")}) for record in records
     ]
@@ -108,6 +110,8 @@ CHECKS: dict[str, Callable[[list[dict[str, Any]]], None]] = {
     "intel-mpi": lambda records: check_mpi(records, "PMI_RANK", "PMI_SIZE"),
     "gridengine": check_gridengine,
     "flux": check_flux,
+    "pbs": check_pbs,
+    "torchrun+pbs": check_torchrun,
 }
 
 

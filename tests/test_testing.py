@@ -20,6 +20,7 @@ from clusterenv.testing import (
     local_env,
     mpich_env,
     openmpi_env,
+    pbs_env,
     slurm_env,
     torchrun_env,
 )
@@ -52,6 +53,9 @@ MACHINE = frozenset(
         *("FLUX_CONNECTOR_PATH", "FLUX_EXEC_PATH", "FLUX_MODULE_PATH", "FLUX_START_URI"),
         *("FLUX_TERMINUS_SESSION", "FLUX_URI", "FLUX_JOB_TMPDIR", "FLUX_PMI_LIBRARY_PATH"),
         *("FLUX_JOB_ID_PATH", "OMPI_MCA_btl_vader_backing_directory"),
+        # PBS: the submitter's host, home, path and user, the job's cookie, folder, ports
+        *("PBS_JOBCOOKIE", "PBS_JOBDIR", "PBS_MOMPORT", "PBS_NODEFILE", "PBS_O_HOME"),
+        *("PBS_O_HOST", "PBS_O_LOGNAME", "PBS_O_PATH", "PBS_O_WORKDIR"),
     }
 )
 Mock = Callable[[dict[str, str]], dict[str, str]]  # a captured task's env -> the mock of it
@@ -107,7 +111,24 @@ def flux(taskmap: Literal["block", "cyclic"] = "block") -> Mock:
     return build
 
 
+def pbs(real: dict[str, str]) -> dict[str, str]:
+    """A process of ``select=2:ncpus=2:mpiprocs=2:ompthreads=1 -l place=scatter`` on the
+    2-MoM OpenPBS: its job script, or a task pbsdsh started."""
+    task = real["PBS_TASKNUM"]
+    return pbs_env(
+        2,
+        2,
+        job_id=real["PBS_JOBID"],
+        hosts=["pbs-n1", "pbs-n2"],
+        ompthreads=1,
+        job_name=real["PBS_JOBNAME"],
+        pbsdsh=None if task == "1" else (int(real["PBS_NODENUM"]), task),
+    )
+
+
 MOCKS: dict[str, Mock] = {
+    "pbs-job-script": pbs,
+    "pbs-pbsdsh": pbs,
     **{
         name: flux()
         for name in ("flux-run-1x2", "flux-run-2x2", "flux-run-2x2-main", "flux-4-nodes")
@@ -183,8 +204,13 @@ NOT_MODELLED |= {"step-smaller-than-job", "cray-shasta-step-smaller-than-job", "
 NOT_MODELLED |= {"accelerate-cpu", "accelerate-multi", "ray-train", "intel-mpi-under-slurm"}
 NOT_MODELLED |= {"openmpi-5-np4", "mpich-5-2-nodes", "intel-mpi-2-nodes"}
 NOT_MODELLED |= {"sbatch-no-task-count", "srun-arbitrary-hostfile"}
+# PBS's choice of host for one chunk (either MoM); torchrun's ranks inside a pbsdsh task
+NOT_MODELLED |= {"pbs-pack", "pbs-one-chunk", "pbs-array", "pbs-torchrun-per-node"}
 NOT_MODELLED |= {"flux-manual"}  # a taskmap given by hand: flux_env models block and cyclic
-NOT_MODELLED |= {"deepspeed-in-sbatch", "torchrun-in-batch-step"}  # a batch step and a launcher's ranks in one process
+NOT_MODELLED |= {
+    "deepspeed-in-sbatch",
+    "torchrun-in-batch-step",
+}  # a batch step and a launcher's ranks in one process
 NOT_MODELLED |= {
     "gridengine-qrsh",
     "gridengine-mpirun",
@@ -212,11 +238,15 @@ def test_mock_has_the_shape_of_the_real_launch(name: str) -> None:
         # Both set CUDA_VISIBLE_DEVICES where Slurm binds GPUs; elsewhere: no GPU here.
         recorded = Launch({}, task.get("files", {}), task.get("answers", {}))
         built = mock if isinstance(mock, Launch) else recorded
-        assert detect_environment(
-            mock, gpu_probe=tuple, read_file=built.read_file, ask=built.ask
-        ) == detect_environment(
-            real, gpu_probe=tuple, read_file=recorded.read_file, ask=recorded.ask
-        )
+        assert _outcome(mock, built) == _outcome(real, recorded)
+
+
+def _outcome(env: dict[str, str], launch: Launch) -> object:
+    """The spec, or the refusal (its type and message): a mock must be refused alike."""
+    try:
+        return detect_environment(env, gpu_probe=tuple, read_file=launch.read_file, ask=launch.ask)
+    except ClusterEnvError as error:
+        return type(error), str(error)
 
 
 def test_the_docstring_topology() -> None:

@@ -29,6 +29,7 @@ __all__ = [
     "check_flux",
     "check_gridengine",
     "check_mpi",
+    "check_pbs",
     "check_ranks",
     "check_slurm",
     "check_torchrun",
@@ -209,6 +210,34 @@ def check_flux(records: list[Record]) -> None:
         assert spec["num_nodes"] == int(env["FLUX_JOB_NNODES"])
         if "MASTER_ADDR" not in env and spec["num_nodes"] > 1:
             assert spec["master_addr"] == truth["host0"], "rank 0 is elsewhere"
+
+
+def check_pbs(records: list[Record]) -> None:
+    """Each process against PBS's own numbers: a job script against its node file (the
+    recorded host file), a ``pbsdsh`` task against ``PBS_NODENUM`` (or refused, saying why,
+    the same way on every node), and concurrent array subjobs on distinct ports."""
+    for record in records:
+        env = record["env"]
+        if env.get("PBS_TASKNUM", "1") != "1":  # a TM task that pbsdsh started
+            if "spec" in record:
+                assert record["spec"]["node_rank"] == int(env["PBS_NODENUM"]), record["spec"]
+            else:
+                assert "pbsdsh" in record["message"], record["message"]
+            continue
+        assert "spec" in record, f"detection failed in a real job: {record}"
+        spec = record["spec"]
+        slots = [
+            host
+            for line in record["files"][env["PBS_NODEFILE"]].splitlines()
+            for host in [line.split()[0]] * (int(line.split()[1]) if len(line.split()) > 1 else 1)
+        ]
+        hosts = list(dict.fromkeys(slots))
+        assert (spec["source"], spec["role"], spec["job_id"]) == ("pbs", "batch", env["PBS_JOBID"])
+        assert (spec["world_size"], spec["num_nodes"]) == (len(slots), len(hosts))
+        assert spec["master_addr"] == hosts[0]
+    jobs = [r["spec"] for r in records if "spec" in r and r["spec"]["role"] == "batch"]
+    ports = {spec["master_port"] for spec in jobs}
+    assert len(ports) == len({spec["job_id"] for spec in jobs}), "array subjobs share a port"
 
 
 #: The recorded launches that are wrong on purpose, by capture name (both Slurm releases),

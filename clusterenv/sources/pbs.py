@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from clusterenv._reader import EnvReader, parse_integer
 from clusterenv._safe import shorten
 from clusterenv._spec import Source
-from clusterenv.exceptions import InconsistentEnvironmentError
+from clusterenv.exceptions import InconsistentEnvironmentError, MissingVariableError
 from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Roles
 from clusterenv.sources._geometry import job_script_fields
 
@@ -29,8 +29,11 @@ class PbsDetector(Detector):
     name = "PBS"
     reason = "PBS_JOBID is set: inside a PBS / Torque job"
     proof = (
-        "documented: PBS Professional's reference guide and Torque's (`PBS_NODEFILE`, "
-        "`PBS_NUM_NODES`, `NCPUS`)"
+        "live: OpenPBS 23.06.06 (built from source, in a chroot; a server and two MoMs with "
+        "their own host names in a namespace): job scripts over one and two nodes "
+        "(`place=scatter|pack`), array subjobs (`qsub -J`), `pbsdsh` tasks (refused, naming "
+        "their node), torchrun once per node; Torque's `PBS_NUM_NODES`: documented (its "
+        "reference guide)"
     )
     variables = ("PBS_", "NCPUS")
     launcher = "mpirun"
@@ -47,6 +50,18 @@ class PbsDetector(Detector):
 
     def read(self, reader: EnvReader, gpus: Gpus) -> Fields:
         job_id = reader.text("job_id", "PBS_JOBID", hint=_HINT)
+        task = reader.env.get("PBS_TASKNUM", "1").strip()
+        if task != "1":  # the job script is task 1; pbsdsh's tasks have TM task ids
+            node = shorten(reader.env.get("PBS_NODENUM", "?"))
+            raise MissingVariableError(
+                f"PBS_TASKNUM={shorten(task)!r}: a task that pbsdsh started on node {node} "
+                f"(PBS_NODENUM) of job {shorten(job_id)}; PBS gives such a task no rank and no "
+                "world size, so it is not one of the job's ranks",
+                variables=("PBS_TASKNUM", "PBS_NODENUM"),
+                hint="start the ranks with mpiexec/mpirun in the job script (PBS places them), "
+                "or one torchrun per node: select=N:mpiprocs=1 and pbsdsh -- sh -c 'torchrun "
+                "--nnodes=N --node_rank=$PBS_NODENUM ...'",
+            )
         slots = reader.hosts("hostnames", "PBS_NODEFILE", hint=_HINT)
         hosts = list(dict.fromkeys(slots))
         if not hosts:
@@ -64,11 +79,13 @@ class PbsDetector(Detector):
                 "a PBS_NODEFILE exported by hand",
             )
         fields = job_script_fields(reader, slots)
-        return {
-            **fields,
+        fields |= {
             "cpus_per_rank": self._cpus(reader, fields["devices_per_node"]),
             "job_id": job_id,
         }
+        if "[" in job_id:  # an array subjob (5[2].server): its siblings run at the same time
+            fields["port_seed"] = job_id
+        return fields
 
     @staticmethod
     def _cpus(reader: EnvReader, ranks_per_node: int) -> int | None:

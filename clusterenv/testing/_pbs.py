@@ -1,4 +1,5 @@
-"""PBS Pro / Torque job scripts and their node files."""
+"""PBS Pro / Torque job scripts, their node files, and the tasks pbsdsh starts, as OpenPBS
+23.06 sets them (tests/data/captures/pbs-*)."""
 
 from __future__ import annotations
 
@@ -17,10 +18,18 @@ def pbs_env(
     hosts: Sequence[str] | None = None,
     torque: bool = False,
     ncpus: int | None = None,
+    ompthreads: int | None = None,
+    job_name: str = "train",
+    array_index: int | None = None,
+    pbsdsh: tuple[int, str] | None = None,
 ) -> Launch:
     """The job script of ``qsub -l select=NODES:ncpus=NCPUS:mpiprocs=PPN`` (``torque``:
     ``nodes=N:ppn=P``), and its ``PBS_NODEFILE``: one line per slot, so each host appears
-    ``ppn`` times. PBS Pro sets ``NCPUS`` to the chunk's ncpus (default ``ppn``)."""
+    ``ppn`` times. PBS Pro sets ``NCPUS`` and ``OMP_NUM_THREADS`` to the chunk's
+    ``ompthreads``, by default its ``ncpus`` (default ``ppn``), as OpenPBS 23.06 does.
+    ``array_index``: subjob N of ``qsub -J`` (give ``job_id`` as ``21[N].server``).
+    ``pbsdsh=(node, task id)``: a task pbsdsh started on that node, with PBS's TM task id
+    (``"00000002"``): PBS sets no node file for it on the first node."""
     names = list(hosts or [f"node{i:02d}" for i in range(1, nodes + 1)])
     positive("pbs_env", nodes=nodes, ppn=ppn, ncpus=ncpus)
     check(
@@ -29,18 +38,47 @@ def pbs_env(
         f"{len(names)} hosts for nodes={nodes}",
         "name one host per node",
     )
+    node, task = pbsdsh or (0, "1")
+    check("pbs_env", 0 <= node < nodes, f"pbsdsh node {node} of {nodes}", "a node of the job")
     nodefile = f"/var/spool/pbs/aux/{job_id}"
+    server = job_id.partition(".")[2] or "pbs01"
+    cpus = str(ompthreads or ncpus or ppn)
     env = {
+        "ENVIRONMENT": "BATCH",
+        "NCPUS": cpus,
+        "OMP_NUM_THREADS": cpus,
+        "PBS_ENVIRONMENT": "PBS_BATCH",
+        "PBS_JOBCOOKIE": "0123456789ABCDEF0123456789ABCDEF",
+        "PBS_JOBDIR": "/home/user",
         "PBS_JOBID": job_id,
-        "PBS_JOBNAME": "train",
-        "PBS_NODEFILE": nodefile,
+        "PBS_JOBNAME": job_name,
+        "PBS_MOMPORT": "15003",
+        "PBS_NODENUM": str(node),
+        "PBS_O_HOME": "/home/user",
+        "PBS_O_HOST": server,
+        "PBS_O_LANG": "C.UTF-8",
+        "PBS_O_LOGNAME": "user",
+        "PBS_O_PATH": "/usr/bin:/bin",
+        "PBS_O_QUEUE": "workq",
+        "PBS_O_SYSTEM": "Linux",
         "PBS_O_WORKDIR": "/home/user",
         "PBS_QUEUE": "workq",
-        "NCPUS": str(ncpus or ppn),
+        "PBS_TASKNUM": task,
     }
+    if pbsdsh is None or node > 0:
+        env["PBS_NODEFILE"] = nodefile
+    if array_index is not None:
+        env |= {"PBS_ARRAY_INDEX": str(array_index), "PBS_ARRAY_ID": _array_id(job_id)}
     if torque:
         env |= {"PBS_NUM_NODES": str(nodes), "PBS_NUM_PPN": str(ppn), "PBS_NP": str(nodes * ppn)}
     return Launch(env, {nodefile: "".join(f"{host}\n" for host in names for _ in range(ppn))})
+
+
+def _array_id(job_id: str) -> str:
+    """``21[].server`` for subjob ``21[3].server``."""
+    head, bracket, rest = job_id.partition("[")
+    check("pbs_env", bool(bracket) and "]" in rest, f"{job_id!r} is no subjob id", "21[3].pbs01")
+    return f"{head}[]{rest.partition(']')[2]}"
 
 
 def examples() -> list[Launch]:

@@ -129,6 +129,31 @@ def flux() -> Cluster:
     return FLUX
 
 
+PBS = Cluster(
+    "OpenPBS 23.06.06",
+    os.environ.get("CLUSTERENV_PBS_ROOT", "/var/lib/clusterenv/pbs"),
+    env=("PATH=/opt/pbs/bin:/usr/sbin:/usr/bin:/sbin:/bin",),
+    enter=(str(HERE / "pbs-enter.sh"),),
+    under=("runuser", "-u", "pbsuser", "--"),  # PBS runs no job of root's
+)
+
+
+@pytest.fixture(scope="session")
+def pbs() -> Iterator[Cluster]:
+    """OpenPBS, built from source into its chroot once (pbs-build.sh: ~10 min the first
+    time), a server and two MoMs (pbs-n1, pbs-n2) in a namespace of their own (pbs-up.sh),
+    stopped at the end of the session (pbs-down.sh)."""
+    if os.geteuid() != 0:
+        unavailable("PBS's chroot and namespace need root (tests/launchers/pbs-build.sh)")
+    result = subprocess.run(
+        ["bash", str(HERE / "pbs-build.sh")], capture_output=True, text=True, timeout=2400
+    )
+    if result.returncode:
+        unavailable(f"tests/launchers/pbs-build.sh failed:\n{result.stderr[-4000:]}")
+    with _started("pbs-up.sh", "pbs-down.sh", keep=False):
+        yield PBS
+
+
 @pytest.fixture(scope="session")
 def network() -> Iterator[tuple[str, ...]]:
     """The emulated three-host network of netns-up.sh: namespaces ce-n1..ce-n3 at

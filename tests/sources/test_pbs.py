@@ -81,3 +81,21 @@ def test_ncpus_is_shared_by_the_ranks_of_a_node() -> None:
         launch, gpu_probe=tuple, cpu_probe=lambda: 8, read_file=launch.read_file
     )
     assert capped.cpus_per_rank == 8  # the job's cpuset on this node allows fewer
+
+
+@pytest.mark.parametrize("node", [0, 1])
+def test_a_pbsdsh_task_is_refused_alike_on_every_node(node: int) -> None:
+    """PBS gives a pbsdsh task its node and a TM task id, no rank (on the first node not
+    even the node file): never the job script's answer, and the same refusal everywhere."""
+    task = pbs_env(2, 2, job_id="25.pbs-n1", pbsdsh=(node, f"{node << 29 | 2:08x}"))
+    with pytest.raises(MissingVariableError, match=f"pbsdsh started on node {node}") as raised:
+        detect(task)
+    assert "torchrun" in str(raised.value)
+
+
+def test_concurrent_array_subjobs_get_distinct_ports() -> None:
+    ports = {
+        detect(pbs_env(1, 1, job_id=f"21[{index}].pbs-n1", array_index=index)).master_port
+        for index in (1, 2, 3)
+    }
+    assert len(ports) == 3
