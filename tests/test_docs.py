@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import doctest
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -34,3 +36,38 @@ def test_every_error_class_has_a_section() -> None:
     } | {ProbeError}
     for cls in classes:
         assert f"\n## {cls.__name__}\n" in text, f"docs/errors.md lacks {cls.__name__}"
+
+
+def test_every_include_marker_is_well_formed_and_names_a_file() -> None:
+    """A marker the formatter spaced out (``--8 < --``) renders as a line of garbage, and
+    ``mkdocs build --strict`` does not notice."""
+    for page in PAGES:
+        for line in page.read_text().splitlines():
+            if line.lstrip().startswith("--8"):
+                found = re.fullmatch(r'--8<-- "([^"]+)"', line.strip())
+                assert found, f"{page.relative_to(ROOT)}: malformed include {line!r}"
+                assert (ROOT / found[1]).is_file(), f"{page.relative_to(ROOT)}: no {found[1]}"
+
+
+def test_python_blocks_use_only_names_they_define() -> None:
+    """Each page's ``python`` blocks (includes expanded), in page order as a reader runs
+    them: no name used that no block imports or defines (ruff's F821), so none raises
+    NameError as written."""
+    failures = []
+    for page in PAGES:
+        text = re.sub(
+            r'^--8<-- "([^"]+)"$', lambda m: (ROOT / m[1]).read_text(), page.read_text(), flags=re.M
+        )
+        blocks = re.findall(r"^```python\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
+        if not blocks:
+            continue
+        result = subprocess.run(
+            [sys.executable, "-m", "ruff", "check", "--isolated", "--select", "F821", "-"],
+            input="\n".join(blocks),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if result.returncode:
+            failures.append(f"{page.relative_to(ROOT)}:\n{result.stdout}")
+    assert not failures, "\n".join(failures)
