@@ -54,6 +54,11 @@ def _not_a_rank(spec: ResourceSpec, what: str) -> ClusterEnvError:
         fix = f"run it in the ranks: `{launcher} ...`"
     elif spec.role is Role.STANDALONE:
         fix = f"start the ranks with `torchrun --nproc-per-node={spec.devices_per_node}`"
+    elif spec.num_nodes > 1 and what.startswith("torchrun"):
+        fix = (
+            f"start one task per node with {launcher} and ask there: "
+            f"{launcher} ... sh -c 'torchrun $(clusterenv env --format torchrun) train.py'"
+        )
     else:
         fix = f"start the ranks first (`{launcher} ...`), or use `clusterenv env --format torchrun`"
     return ClusterEnvError(
@@ -77,6 +82,8 @@ def env_variables(spec: ResourceSpec, env: Mapping[str, str]) -> dict[str, str]:
         "LOCAL_WORLD_SIZE": spec.devices_per_node,
         "NODE_RANK": spec.node_rank,
         "GROUP_RANK": spec.node_rank,
+        # torchrun's node count: with it the set describes an uneven launch (3 + 1) too.
+        "GROUP_WORLD_SIZE": spec.num_nodes,
         "MASTER_ADDR": spec.master_addr,
         "MASTER_PORT": spec.master_port,
     }
@@ -104,18 +111,25 @@ def torchrun_arguments(spec: ResourceSpec) -> list[str]:
     step, a plain machine, or one task per node of a launch (whose GPUs the ranks share)."""
     if spec.role is Role.STANDALONE:
         return ["--standalone", f"--nproc-per-node={spec.devices_per_node}"]
+    if spec.role is Role.SHELL or (spec.role is Role.BATCH and spec.num_nodes > 1):
+        raise _not_a_rank(spec, "torchrun's arguments for this node")
     per_node = spec.devices_per_node
-    if spec.role is Role.RANK and spec.devices_per_node == 1:
-        per_node = max(1, len(spec.visible_devices))  # one task per node: torchrun fans out
+    if spec.role in (Role.RANK, Role.BATCH) and spec.devices_per_node == 1:
+        # One task per node (or a job script of one task): torchrun fans out over its GPUs.
+        per_node = max(1, len(spec.visible_devices))
     elif spec.role is Role.RANK:
+        launch = launch_facts(spec)
+        fix = (
+            "torchrun started this rank already: run the training script itself here"
+            if launch.holds_main_port
+            else f"start one task per node ({launch.hints.devices}, with one), then torchrun "
+            "in each"
+        )
         raise ClusterEnvError(
             f"this process is already one of {spec.devices_per_node} ranks on its node: a "
             "torchrun here would start ranks of ranks",
-            hint=f"start one task per node (`{launcher_for(spec)} --ntasks-per-node=1 ...`), "
-            "then torchrun in each",
+            hint=fix,
         )
-    elif spec.role is Role.SHELL or (spec.role is Role.BATCH and spec.num_nodes > 1):
-        raise _not_a_rank(spec, "torchrun's arguments for this node")
     return [
         f"--nnodes={spec.num_nodes}",
         f"--nproc-per-node={per_node}",

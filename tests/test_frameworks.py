@@ -28,13 +28,18 @@ def test_the_env_set_of_an_srun_task() -> None:
         "LOCAL_WORLD_SIZE": "2",
         "NODE_RANK": "1",
         "GROUP_RANK": "1",
+        "GROUP_WORLD_SIZE": "2",
         "MASTER_ADDR": "cn001",
         "MASTER_PORT": str(detect(env).master_port),
         "CUDA_VISIBLE_DEVICES": "0,1",
     }
 
 
-@pytest.mark.parametrize("env", [srun_task([2, 2], 3), dict(torchrun_env(2, 2, 1))])
+@pytest.mark.parametrize(
+    "env",
+    [srun_task([2, 2], 3), dict(torchrun_env(2, 2, 1)), *(srun_task([3, 1], r) for r in range(4))],
+    ids=["srun-2x2", "torchrun", *(f"srun-3+1-task-{r}" for r in range(4))],
+)
 def test_the_shell_output_round_trips_to_the_same_rank(env: dict[str, str]) -> None:
     """A process started with exactly the exported variables is the same rank."""
     spec = detect(env)
@@ -79,8 +84,19 @@ def test_torchrun_arguments_per_role() -> None:
     assert torchrun_arguments(plain) == ["--standalone", "--nproc-per-node=2"]
     with pytest.raises(ClusterEnvError, match="ranks of ranks"):
         torchrun_arguments(detect(srun_task([2, 2], 3)))
-    with pytest.raises(ClusterEnvError, match="role batch"):
+    with pytest.raises(ClusterEnvError, match="role batch") as raised:
         torchrun_arguments(detect(batch_step()))
+    assert "sh -c 'torchrun $(clusterenv env --format torchrun) train.py'" in str(raised.value)
+    # A one-node job script of one task sees the node's GPUs: torchrun starts one rank each,
+    # as in an srun task of the same shape.
+    script = slurm_env(1, 1, step="batch", gpus_per_node=4)
+    assert "--nproc-per-node=4" in torchrun_arguments(detect(script, gpus=["0", "1", "2", "3"]))
+    worker = detect(torchrun_env(1, 2, rank=1))
+    with pytest.raises(ClusterEnvError, match="torchrun started this rank already"):
+        torchrun_arguments(worker)
+    with pytest.raises(ClusterEnvError, match="ranks of ranks") as raised:
+        torchrun_arguments(detect(srun_task([2, 2], 3)))
+    assert "torchrun --ntasks" not in str(raised.value)
 
 
 @pytest.mark.parametrize(

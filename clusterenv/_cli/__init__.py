@@ -166,8 +166,9 @@ def _parser() -> argparse.ArgumentParser:
         'export lines of torch.distributed\'s env:// set, for `eval "$(clusterenv env)"` in '
         "every rank (srun bash -c ...); json and dotenv: the same set; torchrun: the options "
         "that start this node's ranks (`torchrun $(clusterenv env --format torchrun) "
-        "train.py` in a batch step, or in one task per node). Refuses a process that is not "
-        "a rank, and any variable the launcher already set differently (naming both).",
+        "train.py` in a one-node batch step, or in one task per node). Refuses a process "
+        "that is not a rank, and any variable the launcher already set differently (naming "
+        "both).",
     )
     env.add_argument("--format", choices=FORMATS, default="shell", help="default: shell")
     for sub in (inspect, capture, probe, run, env):

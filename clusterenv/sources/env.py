@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from clusterenv._finding import Finding
 from clusterenv._reader import EnvReader
 from clusterenv._safe import shorten
-from clusterenv._spec import ResourceSpec, Source
+from clusterenv._spec import ResourceSpec, Role, Source
 from clusterenv.exceptions import InconsistentEnvironmentError, MissingVariableError
 from clusterenv.sources._detector import Detector, Fields, Gpus, Hints
 from clusterenv.sources._geometry import read_ranks
@@ -83,6 +83,8 @@ class EnvDetector(Detector):
                 variables=tuple(missing),
                 hint=_HINT,
             )
+        if {"GROUP_RANK", "GROUP_WORLD_SIZE"} <= set(reader.env):
+            return self._named_nodes(reader)
         fields = read_ranks(
             reader,
             world=("WORLD_SIZE",),
@@ -120,6 +122,25 @@ class EnvDetector(Detector):
                 "the ranks with torchrun",
             )
         ]
+
+    @staticmethod
+    def _named_nodes(reader: EnvReader) -> Fields:
+        """A set that names its node and node count (``GROUP_RANK``, ``GROUP_WORLD_SIZE``, as
+        torchrun and `clusterenv env` export them): those are the launcher's own, and nodes
+        need not run as many ranks each (``srun -N2 -n4`` placed 3 + 1)."""
+        fields: Fields = {
+            "role": Role.RANK,
+            "num_nodes": reader.integer("num_nodes", "GROUP_WORLD_SIZE", hint=_HINT, minimum=1),
+            "devices_per_node": reader.integer(
+                "devices_per_node", *_LOCAL_SIZE, hint=_HINT, minimum=1
+            ),
+            "world_size": reader.integer("world_size", "WORLD_SIZE", hint=_HINT, minimum=1),
+            "global_rank": reader.integer("global_rank", "RANK", hint=_HINT),
+            "local_rank": reader.integer("local_rank", "LOCAL_RANK", hint=_HINT),
+        }
+        maximum = fields["num_nodes"] - 1
+        fields["node_rank"] = reader.integer("node_rank", "GROUP_RANK", hint=_HINT, maximum=maximum)
+        return fields
 
     @staticmethod
     def _agree(reader: EnvReader, fields: Fields, name: str, field: str, derived: int) -> None:
