@@ -426,3 +426,23 @@ def test_a_launch_record_is_refused_not_read_as_this_machine(
     record = Path(__file__).parent / "data" / "captures" / "salloc-shell.json"
     assert main(["inspect", "--env-file", str(record)]) == 2
     assert "launch record" in capsys.readouterr().err
+
+
+def test_task_n_replays_one_task_of_a_launch_record_as_it_ran(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`--task N`: the task's variables, host files, launcher answers and CPUs, as its own
+    replay in tests/test_captures.py gives them; a bad N or a plain file is refused."""
+    path = Path(__file__).parent / "data" / "captures" / "flux-manual.json"
+    record = json.loads(path.read_text())
+    expected = json.loads(
+        (Path(__file__).parent / "data" / "expected" / "flux-manual.json").read_text()
+    )
+    for index in range(len(record["tasks"])):
+        capsys.readouterr()
+        assert main(["inspect", "--json", "--env-file", str(path), "--task", str(index)]) == 0
+        assert json.loads(capsys.readouterr().out)["spec"] == expected[index]
+    assert main(["inspect", "--env-file", str(path), "--task", "4"]) == 2
+    assert "0 to 3" in capsys.readouterr().err
+    assert main(["inspect", "--task", "0"]) == 2
+    assert "--env-file" in capsys.readouterr().err

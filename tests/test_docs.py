@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import clusterenv
 import clusterenv.exceptions
 from clusterenv import ClusterEnvError, ProbeError
 
@@ -71,3 +72,15 @@ def test_python_blocks_use_only_names_they_define() -> None:
         if result.returncode:
             failures.append(f"{page.relative_to(ROOT)}:\n{result.stdout}")
     assert not failures, "\n".join(failures)
+
+
+def test_the_anemoi_page_quotes_the_error_clusterenv_run_prints() -> None:
+    """The refusal of anemoi's defaults (1 device) under a 2-rank torchrun, as quoted."""
+    cl = pytest.importorskip("clusterenv.lightning")
+    from clusterenv.testing import torchrun_env  # noqa: PLC0415
+
+    spec = clusterenv.detect_environment(torchrun_env(1, 2, rank=0), gpu_probe=tuple)
+    with pytest.raises(ClusterEnvError) as raised:
+        cl.trainer_kwargs(spec, devices=1, package="lightning")
+    page = (ROOT / "docs" / "integrations" / "anemoi.md").read_text()
+    assert f"clusterenv: error: {raised.value}\n" in page

@@ -120,6 +120,14 @@ def _parser() -> argparse.ArgumentParser:
         "machine.",
     )
     capture.add_argument("--env-file", metavar="PATH", help="capture from a file instead")
+    for sub in (inspect, capture):
+        sub.add_argument(
+            "--task",
+            type=int,
+            metavar="N",
+            help="with --env-file of a launch record (tests/data/captures/*.json): replay "
+            "its task N",
+        )
     probe = commands.add_parser(
         "probe",
         help="check that every rank reaches rank 0, before training starts",
@@ -249,7 +257,9 @@ def _main(args: argparse.Namespace) -> int:
     if args.command == "env":
         print(env_text(args.format, os.environ))
         return 0
-    given = read_env_file(args.env_file) if args.env_file else None
+    if args.task is not None and not args.env_file:
+        raise Usage("--task N replays one task of a launch record: give it with --env-file")
+    given = read_env_file(args.env_file, args.task) if args.env_file else None
     if args.command == "capture":
         if given is None:
             ask: Asker = ask_command

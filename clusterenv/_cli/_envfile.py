@@ -66,9 +66,10 @@ class EnvFile(NamedTuple):
     answers: dict[str, str]
 
 
-def read_env_file(path: str) -> EnvFile:
-    """An environment from a file in one of ``FORMATS``. A file that yields no variable is
-    an error, not an empty (local) environment."""
+def read_env_file(path: str, task: int | None = None) -> EnvFile:
+    """An environment from a file in one of ``FORMATS``, or task ``task`` of a launch record
+    (``{"command", "tasks": [...]}``, as tests/data/captures/ holds). A file that yields no
+    variable is an error, not an empty (local) environment."""
     name = escape(shorten(path, 200))
     text = _text(path, name).removeprefix("\ufeff")  # a UTF-8 BOM from an editor
     if text.count("\n") > MAX_VARIABLES:
@@ -79,13 +80,11 @@ def read_env_file(path: str) -> EnvFile:
         except (json.JSONDecodeError, RecursionError) as error:
             problem = "nested too deeply" if isinstance(error, RecursionError) else error
             raise Usage(f"--env-file {name} is not valid JSON: {problem}") from None
-        if isinstance(data, dict) and "env" not in data and isinstance(data.get("tasks"), list):
-            raise Usage(
-                f"--env-file {name} is a launch record (its tasks' environments under "
-                '"tasks"), not one environment: pass one task\'s, e.g. '
-                "python -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))"
-                '["tasks"][0]["env"]))\' FILE > task.json'
-            )
+        record = isinstance(data, dict) and "env" not in data and "tasks" in data
+        if record:
+            data = _task(name, data["tasks"], task)
+        elif task is not None:
+            raise Usage(f"--task {task}: --env-file {name} is not a launch record")
         if (
             isinstance(data, dict)
             and "env" not in data
@@ -110,6 +109,24 @@ def read_env_file(path: str) -> EnvFile:
         raise Usage(f"--env-file {name} has no variables; it should hold {FORMATS}")
     _check_sizes(name, env)
     return EnvFile(env, recorded, machine, answered)
+
+
+def _task(name: str, tasks: object, index: int | None) -> dict[str, Any]:
+    """Task ``index`` of a launch record, as a capture: its variables, host files, answers
+    and the CPUs its probe saw."""
+    count = len(tasks) if isinstance(tasks, list) else 0
+    if index is None or not 0 <= index < count:
+        said = "" if index is None else f" ({index} is not one)"
+        raise Usage(
+            f"--env-file {name} is a launch record of {count} task(s), not one environment: "
+            f"pass --task N (0 to {count - 1}) to replay one{said}"
+        )
+    chosen = tasks[index] if isinstance(tasks, list) else {}
+    if not isinstance(chosen, dict):
+        raise Usage(f"--env-file {name}: task {index} is not a JSON object")
+    cpus = chosen.get("cpus")
+    machine = {"affinity": cpus} if isinstance(cpus, int) else {}
+    return {key: chosen.get(key, {}) for key in ("env", "files", "answers")} | {"machine": machine}
 
 
 def _check_sizes(name: str, env: Mapping[str, str]) -> None:
