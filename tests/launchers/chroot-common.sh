@@ -75,3 +75,16 @@ unmount_chroot() {
     done
     echo "$count"
 }
+
+# The folder of the vendored source archive $1 (sha256-pinned, ../shared/vendor/): from
+# CLUSTERENV_VENDOR, beside this repository, or beside the one this clone was made from (a
+# CI clone elsewhere of a checkout that has it); prints nothing where there is none.
+vendor_dir() {
+    local origin dir
+    origin=$(git -C "$REPO" config --get remote.origin.url 2>/dev/null || true)
+    [ "${origin#/}" != "$origin" ] || origin=""
+    for dir in "${CLUSTERENV_VENDOR:-}" "$REPO/../shared/vendor" ${origin:+"$origin/../shared/vendor"}; do
+        [ -n "$dir" ] && [ -f "$dir/$1" ] && { echo "$dir"; return 0; }
+    done
+    return 0
+}

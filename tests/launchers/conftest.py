@@ -103,6 +103,18 @@ def gridengine() -> Iterator[Cluster]:
         yield GRID_ENGINE
 
 
+def _built(script: str) -> None:
+    """A launcher built from source into its chroot by ``script``, once (a cache): the first
+    build takes minutes."""
+    if os.geteuid() != 0:
+        unavailable(f"building into a chroot needs root (tests/launchers/{script})")
+    result = subprocess.run(
+        ["bash", str(HERE / script)], capture_output=True, text=True, timeout=2400
+    )
+    if result.returncode:
+        unavailable(f"tests/launchers/{script} failed:\n{result.stderr[-4000:]}")
+
+
 FLUX = Cluster(
     "flux-core 0.88.0",
     os.environ.get("CLUSTERENV_FLUX_ROOT", "/var/lib/clusterenv/flux"),
@@ -119,13 +131,7 @@ def flux() -> Cluster:
     """LLNL's Flux, built from source into its chroot once (flux-build.sh: ~15 min the
     first time); each launch starts its own test instance (flux-enter.sh), so nothing stays
     up between tests."""
-    if os.geteuid() != 0:
-        unavailable("Flux's chroot needs root (tests/launchers/flux-build.sh)")
-    result = subprocess.run(
-        ["bash", str(HERE / "flux-build.sh")], capture_output=True, text=True, timeout=2400
-    )
-    if result.returncode:
-        unavailable(f"tests/launchers/flux-build.sh failed:\n{result.stderr[-4000:]}")
+    _built("flux-build.sh")
     return FLUX
 
 
@@ -143,13 +149,7 @@ def pbs() -> Iterator[Cluster]:
     """OpenPBS, built from source into its chroot once (pbs-build.sh: ~10 min the first
     time), a server and two MoMs (pbs-n1, pbs-n2) in a namespace of their own (pbs-up.sh),
     stopped at the end of the session (pbs-down.sh)."""
-    if os.geteuid() != 0:
-        unavailable("PBS's chroot and namespace need root (tests/launchers/pbs-build.sh)")
-    result = subprocess.run(
-        ["bash", str(HERE / "pbs-build.sh")], capture_output=True, text=True, timeout=2400
-    )
-    if result.returncode:
-        unavailable(f"tests/launchers/pbs-build.sh failed:\n{result.stderr[-4000:]}")
+    _built("pbs-build.sh")
     with _started("pbs-up.sh", "pbs-down.sh", keep=False):
         yield PBS
 

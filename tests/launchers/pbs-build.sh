@@ -36,14 +36,7 @@ source "$(dirname "$0")/chroot-common.sh"
 [ -f "$ROOT/.clusterenv-pbs-$VERSION" ] && [ -x "$ROOT/opt/pbs/sbin/pbs_server.bin" ] && exit 0
 make_chroot
 
-# The vendored archive: CLUSTERENV_VENDOR, beside this repository, or beside the one this
-# clone was made from (a CI clone elsewhere of a checkout that has it).
-origin=$(git -C "$REPO" config --get remote.origin.url 2>/dev/null || true)
-[ "${origin#/}" != "$origin" ] || origin=""
-VENDOR=""
-for dir in "${CLUSTERENV_VENDOR:-}" "$REPO/../shared/vendor" ${origin:+"$origin/../shared/vendor"}; do
-    [ -n "$dir" ] && [ -f "$dir/$ARCHIVE" ] && { VENDOR=$dir; break; }
-done
+VENDOR=$(vendor_dir "$ARCHIVE")
 src=$ROOT/opt/src
 mkdir -p "$src"
 [ -n "$VENDOR" ] || fail "no vendored $ARCHIVE and its patches (CLUSTERENV_VENDOR, ../shared/vendor)"
