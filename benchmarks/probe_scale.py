@@ -193,7 +193,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ranks", type=int, nargs="+", default=[1000, 10000, 30000, 100000])
     parser.add_argument("--output", type=Path)
+    parser.add_argument(
+        "--busy-ok", action="store_true", help="run even on a machine that is already busy"
+    )
     options = parser.parse_args()
+    # Every simulated rank shares these cores with rank 0: on a busy machine the figures say
+    # more about the load than the probe, and 10 000 ranks can drive it to a load of 1 000.
+    load, cores = os.getloadavg()[0], os.cpu_count() or 1
+    if load > cores and not options.busy_ok:
+        sys.exit(
+            f"probe_scale: the load average is {load:.1f} on {cores} core(s): the figures "
+            "need a quiet machine (--busy-ok runs anyway)"
+        )
     lines = [
         "| ranks | clients | wall s | rank 0 user CPU µs per rank | rank 0 system CPU µs per "
         "rank | rank 0 peak MiB | rank 0 most open files | every rank OK |",
@@ -222,7 +233,10 @@ def main() -> None:
             "same 2 cores as rank 0, so wall time grows with whatever else runs: on a loaded "
             "2-core machine 1 000 ranks took 6.4 s, and 10 000 ranks can drive the load average "
             "far above the core count and take minutes. Rank 0's own CPU time per rank and peak "
-            "memory are the figures that carry over; compare wall times only within one run.\n\n"
+            "memory are the figures that carry over; compare wall times only within one run. "
+            "The benchmark refuses to start while the load average exceeds the core count "
+            "(`--busy-ok` runs anyway); the four sizes take about 2 minutes on a quiet 2-core "
+            "machine.\n\n"
         )
         footer = (
             "\nFor comparison, not measured here: PyTorch's TCPStore with its libuv backend is "

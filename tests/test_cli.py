@@ -446,3 +446,17 @@ def test_task_n_replays_one_task_of_a_launch_record_as_it_ran(
     assert "0 to 3" in capsys.readouterr().err
     assert main(["inspect", "--task", "0"]) == 2
     assert "--env-file" in capsys.readouterr().err
+
+
+def test_an_env_file_without_a_launcher_variable_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A dump of a shell outside any job: a replay would describe a plain machine."""
+    path = tmp_path / "env.txt"
+    path.write_text("HOME=/home/u\nPATH=/usr/bin\nEDITOR=vi\n")
+    assert main(["inspect", "--env-file", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "sets none of the variables" in err
+    assert len(err.strip().splitlines()) == 1
+    path.write_text("HOME=/home/u\nCLUSTERENV_SOURCE=local\n")
+    assert main(["inspect", "--env-file", str(path)]) == 0

@@ -108,6 +108,13 @@ def read_env_file(path: str, task: int | None = None) -> EnvFile:
     if not env and not captured:  # a capture of a plain machine may hold none
         raise Usage(f"--env-file {name} has no variables; it should hold {FORMATS}")
     _check_sizes(name, env)
+    if not captured and not launcher_variables(env):
+        raise Usage(
+            f"--env-file {name} sets none of the variables a scheduler, launcher or GPU runtime "
+            f"sets ({len(env)} read): a replay would describe a plain machine; pass a process "
+            "of the job's environment (srun env > task.env), or add CLUSTERENV_SOURCE=local "
+            "to it to describe it as a local run"
+        )
     return EnvFile(env, recorded, machine, answered)
 
 

@@ -150,3 +150,44 @@ def test_mpirun_across_hosts(mpi: str, tmp_path: Path) -> None:
     check_mpi(records, rank, size)
     assert {record["spec"]["num_nodes"] for record in records} == {3}
     assert {record["spec"]["master_addr"] for record in records} == {"n1"}
+
+
+@contextmanager
+def host_forgets_n1(view: Path = Path("/etc/netns/ce-n3/hosts")) -> Iterator[None]:
+    """n3's /etc/hosts without n1 (a node whose name service lags): only n3 cannot resolve
+    the main address."""
+    saved = view.read_text()
+    view.write_text("".join(line for line in saved.splitlines(True) if not line.endswith(" n1\n")))
+    try:
+        yield
+    finally:
+        view.write_text(saved)
+
+
+#: Each rank runs the pre-flight check the adapters run, and prints what it found.
+PREFLIGHT = "{python} -c 'import clusterenv; print([f.id for f in clusterenv.preflight()])'"
+
+
+@pytest.mark.slurm
+def test_the_preflight_check_names_what_one_host_lacks(tmp_path: Path, net_slurm: Cluster) -> None:
+    """Issue 39 across real hosts: a main address one node cannot resolve stops that node's
+    rank before it would hang (the others pass), and an interface a node does not have is
+    named once per node; a correct launch prints nothing."""
+    correct = run(f"srun -N3 {PREFLIGHT}", tmp_path, 90, net_slurm)
+    assert correct.returncode == 0, correct.stderr
+    assert correct.stdout.split("\n").count("[]") == 3
+    assert "clusterenv:" not in correct.stderr
+    with host_forgets_n1():
+        lagging = run(f"srun -N3 {PREFLIGHT}", tmp_path, 90, net_slurm)
+    assert lagging.returncode != 0
+    assert lagging.stdout.split("\n").count("[]") == 2  # n1 and n2 resolve it
+    assert lagging.stderr.count("clusterenv: error [main-address-unresolved]") == 1
+    assert "PreflightError" in lagging.stderr
+    missing = run(
+        f"NCCL_SOCKET_IFNAME=hsn0 srun -N3 --ntasks-per-node=2 {PREFLIGHT}", tmp_path, 90, net_slurm
+    )
+    assert missing.returncode == 0, missing.stderr
+    assert missing.stderr.count("clusterenv: warning [interface-missing]") == 3  # once per node
+    assert missing.stdout.split("\n").count("['interface-missing']") == 6
+    present = run(f"NCCL_SOCKET_IFNAME=ib0 srun -N3 {PREFLIGHT}", tmp_path, 90, net_slurm)
+    assert "clusterenv:" not in present.stderr
