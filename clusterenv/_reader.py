@@ -26,6 +26,7 @@ __all__ = [
     "GpuProbe",
     "HostFile",
     "host_names",
+    "origin_value",
     "parse_integer",
     "parse_json",
     "read_bytes",
@@ -53,6 +54,12 @@ MAX_HOST_LINES = 1_000_000
 #: No real count, rank, port or job id needs more digits; refusing longer values before
 #: ``int()`` keeps Python's 4300-digit ValueError (and its quadratic conversion) away.
 MAX_DIGITS = 18
+
+
+def origin_value(env: Mapping[str, str], answers: Mapping[str, str | None], origin: str) -> str:
+    """The value of a field's origin: variable ``origin``'s in ``env``, else the answer of
+    the launcher's command ``origin`` (``""`` where none came)."""
+    return env[origin] if origin in env else answers.get(origin) or ""
 
 
 def read_text_file(path: str) -> str:
@@ -194,7 +201,7 @@ class EnvReader:
 
     def value(self, origin: str) -> str:
         """The value an origin gave: a variable's, or a command's answer."""
-        return self.env[origin] if origin in self.env else self.answers.get(origin) or ""
+        return origin_value(self.env, self.answers, origin)
 
     def lookup(self, *names: str) -> tuple[str, str] | None:
         """``(name, value)`` of the first of ``names`` that is set, else ``None``."""

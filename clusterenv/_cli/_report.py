@@ -22,7 +22,7 @@ from clusterenv._finding import Finding
 from clusterenv._gpu_probe import probe_gpus
 from clusterenv._machine import Machine, collect_machine, machine_findings, network_variables
 from clusterenv._preflight import main_address_findings, resolve_main, suspended
-from clusterenv._reader import read_text_file
+from clusterenv._reader import origin_value, read_text_file
 from clusterenv._safe import redact_text, redact_value, unicode_text
 from clusterenv._spec import GpuInventory, ResourceSpec, Source
 from clusterenv.exceptions import ClusterEnvError
@@ -154,12 +154,11 @@ def _build(
         adapter, problems = _lightning(spec, lightning)
         warnings += problems
 
-    def reader_value(origin: str) -> str:  # a variable's value, or a command's answer
-        return env[origin] if origin in env else detection.answers.get(origin) or ""
-
+    answers = detection.answers
     origins = {
         field: [
-            Origin(variable=name, value=redact_value(name, reader_value(name))) for name in names
+            Origin(variable=name, value=redact_value(name, origin_value(env, answers, name)))
+            for name in names
         ]
         for field, names in detection.variables.items()
         if names

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from clusterenv._detect import explain_environment
-from clusterenv._preflight import preflight
+from clusterenv._preflight import preflight, suspended
 from clusterenv._spec import Accelerator, ResourceSpec
 from clusterenv.config import register_resolver
 from clusterenv.lightning._environment import ENVIRONMENTS, TRAINERS, Package, import_module
@@ -70,9 +70,10 @@ def _merge(spec: ResourceSpec, package: Package, given: dict[str, Any]) -> dict[
     cpu = spec.accelerator is Accelerator.CPU
     if cpu and isinstance(devices, list | tuple) and len(devices) == 1:
         devices = devices[0]  # neural-lam turns --devices 2 into [2]
-    ours = trainer_kwargs(
-        spec, package=package, num_nodes=None if num_nodes == 1 else num_nodes, devices=devices
-    )
+    with suspended():  # follow_allocation checked the launch once, before the script ran
+        ours = trainer_kwargs(
+            spec, package=package, num_nodes=None if num_nodes == 1 else num_nodes, devices=devices
+        )
     merged = {**given, "num_nodes": ours["num_nodes"], "devices": ours["devices"]}
     for name in ("strategy", "accelerator"):
         if given.get(name, "auto") == "auto":
