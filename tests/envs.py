@@ -5,6 +5,8 @@ The builders themselves are checked against real captures (tests/test_testing.py
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from importlib import import_module
 from typing import Any
@@ -113,4 +115,18 @@ def torchrun_worker(
         master_addr=master_addr,
         master_port=master_port,
         run_id=run_id,
+    )
+
+
+def clusterenv_command(
+    *args: str, env: Mapping[str, str], timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``python -m clusterenv ARGS`` in a fresh process that has ``env`` and a plain PATH
+    only: nothing of the test process's environment leaks in."""
+    return subprocess.run(
+        [sys.executable, "-m", "clusterenv", *args],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", **env},
+        timeout=timeout,
     )

@@ -3,8 +3,6 @@ anemoi-training compose): integers that agree with the spec on every rank."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -15,6 +13,7 @@ from clusterenv import ClusterEnvError, detect_environment
 from clusterenv.config import VALUES, register_resolver, value
 from clusterenv.testing import slurm_env, torchrun_env
 from tests.available import require_modules
+from tests.envs import clusterenv_command
 
 require_modules("omegaconf")
 from omegaconf import OmegaConf  # noqa: E402 - after the availability check
@@ -73,13 +72,6 @@ def test_clusterenv_run_registers_the_resolver(tmp_path: Path) -> None:
         "from omegaconf import OmegaConf\n"
         "print(OmegaConf.create({'n': '${clusterenv:world_size}'}).n)\n"
     )
-    env = {"PATH": "/usr/bin:/bin", **torchrun_env(1, 3, 2)}
-    result = subprocess.run(
-        [sys.executable, "-m", "clusterenv", "run", str(script)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    result = clusterenv_command("run", str(script), env=torchrun_env(1, 3, 2))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "3"

@@ -4,8 +4,6 @@ the rank that can tell, a certain hang raised on every rank, ``CLUSTERENV_STRICT
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,7 @@ import clusterenv
 from clusterenv import PreflightError, detect_environment
 from clusterenv import _preflight as preflight_module
 from clusterenv.testing import slurm_env, torchrun_env
+from tests.envs import clusterenv_command
 
 #: An address no name service resolves (RFC 6761), for "does not resolve on this node".
 NOWHERE = "no-such-host.invalid"
@@ -135,14 +134,7 @@ def test_clusterenv_run_stops_with_one_line(tmp_path: Path) -> None:
     script = tmp_path / "train.py"
     script.write_text("print('trained')\n")
     env = dict(slurm_env(nodes=2, tasks_per_node=1, procid=1), MASTER_ADDR=NOWHERE)
-    env["PATH"] = "/usr/bin:/bin"
-    result = subprocess.run(
-        [sys.executable, "-m", "clusterenv", "run", str(script)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=110,
-    )
+    result = clusterenv_command("run", str(script), env=env, timeout=110)
     assert result.returncode == 2, result.stderr
     assert "trained" not in result.stdout
     assert "main-address-unresolved" in result.stderr
@@ -151,8 +143,7 @@ def test_clusterenv_run_stops_with_one_line(tmp_path: Path) -> None:
 
 def test_inspect_honours_clusterenv_strict(tmp_path: Path) -> None:
     env = dict(slurm_env(nodes=1, tasks_per_node=2, procid=0, cpus_per_task=2))
-    env.update(OMP_NUM_THREADS="16", PATH="/usr/bin:/bin")
-    command = [sys.executable, "-m", "clusterenv", "inspect"]
-    assert subprocess.run(command, capture_output=True, env=env, timeout=60).returncode == 0
+    env["OMP_NUM_THREADS"] = "16"
+    assert clusterenv_command("inspect", env=env, timeout=60).returncode == 0
     strict = dict(env, CLUSTERENV_STRICT="1")
-    assert subprocess.run(command, capture_output=True, env=strict, timeout=60).returncode == 1
+    assert clusterenv_command("inspect", env=strict, timeout=60).returncode == 1
