@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import nox
 
@@ -69,7 +70,8 @@ def bench(session: nox.Session) -> None:
 
 @nox.session
 def docs(session: nox.Session) -> None:
-    """The documentation site (mkdocs-material + mkdocstrings), built with --strict."""
+    """The documentation site (mkdocs-material + mkdocstrings), built with --strict, and the
+    README's install command run as written."""
     session.install("mkdocs-material>=9.5", "mkdocstrings[python]>=0.26", "-e", ".")
     session.run("mkdocs", "build", "--strict", "--site-dir", "build/site")
     # --strict misses an include marker left in the page (a line of garbage on the site).
@@ -79,6 +81,10 @@ def docs(session: nox.Session) -> None:
         "if '--8&lt;--' in p.read_text() or '--8 &lt;' in p.read_text()]; "
         "sys.exit(f'unresolved includes: {bad}' if bad else 0)",
     )  # fmt: skip
+    # The README's first command, as a new user types it (the second, `nox`, is this run).
+    readme = Path("README.md").read_text().split("```bash\n", 1)[1].split("```", 1)[0]
+    first = next(line for line in readme.splitlines() if line and not line.startswith("#"))
+    session.run("bash", "-c", first, external=True)
 
 
 @nox.session(name="neural-lam")

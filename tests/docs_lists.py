@@ -1,9 +1,10 @@
-"""The lists of sources in README.md and docs/, generated from the registry.
+"""The generated blocks of README.md and docs/: the lists of sources, from the registry,
+and what the commands print (``tests/docs_outputs.py``).
 
-Each list sits between ``<!-- generated: NAME -->`` and ``<!-- end generated -->`` in its
-page; ``tests/test_docs_lists.py`` fails where a page differs from what the registry says
-now, and ``UPDATE_SNAPSHOTS=1 pytest tests/test_docs_lists.py`` rewrites them. A new source
-thus reaches every list without a hand edit.
+Each block sits between ``<!-- generated: NAME -->`` and ``<!-- end generated -->`` in its
+page; ``tests/test_docs_lists.py`` fails where a page differs from what the code says now,
+and ``UPDATE_SNAPSHOTS=1 pytest tests/test_docs_lists.py`` rewrites them. A new source thus
+reaches every list, and a changed message every page that shows it, without a hand edit.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from clusterenv import Role, Source, explain_environment
 from clusterenv.sources import DETECTORS
+from tests.docs_outputs import OUTPUTS
 from tests.envs import examples
 from tests.truth import CAPTURES, EXPECTED
 
@@ -132,6 +134,7 @@ BLOCKS: dict[tuple[str, str], Callable[[], str]] = {
     ("docs/detection.md", "order"): detection_order,
     ("docs/detection.md", "proof"): proof_table,
     ("docs/testing.md", "builders"): builder_table,
+    **OUTPUTS,
 }
 
 

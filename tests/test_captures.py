@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from clusterenv import ClusterEnvError, detect_environment
+from clusterenv import ClusterEnvError, ResourceSpec, Role, detect_environment
 from clusterenv._ask import recorded
+from clusterenv._frameworks import env_variables
 from clusterenv.testing import Launch
 from tests.truth import (
     CAPTURES,
@@ -52,8 +53,17 @@ def test_captures_exist() -> None:
     assert versions == {"22.05", "24.11"}
 
 
-def _returning(value: int | None) -> Callable[[], int | None]:
-    return lambda: value
+def _detect(task: dict[str, Any]) -> ResourceSpec:
+    """A recorded task detected as it was where it ran: its CPU probe's answer, the host
+    files it read (Grid Engine's, PBS's) and its launcher's answers (Flux's); no GPU."""
+    cpus: int | None = task.get("cpus")
+    return detect_environment(
+        task["env"],
+        gpu_probe=lambda: (),
+        cpu_probe=lambda: cpus,
+        read_file=Launch({}, task.get("files", {})).read_file,
+        ask=recorded(task.get("answers", {})),
+    )
 
 
 @pytest.mark.parametrize("path", CAPTURE_FILES, ids=IDS)
@@ -63,18 +73,11 @@ def test_replay(path: Path) -> None:
     expected = json.loads(snapshot.read_text()) if snapshot.exists() else []
     records = []
     for task in capture["tasks"]:
-        cpus: int | None = task.get("cpus")  # what the task's CPU probe saw
-        files = Launch({}, task.get("files", {}))  # the host files it read (Grid Engine's)
+        cpus: int | None = task.get("cpus")
         truth = {key: task[key] for key in ("torch", "truth") if key in task}
         recorded_files = {"files": task["files"]} if "files" in task else {}
         try:
-            spec = detect_environment(
-                task["env"],
-                gpu_probe=lambda: (),
-                cpu_probe=_returning(cpus),
-                read_file=files.read_file,
-                ask=recorded(task.get("answers", {})),  # Flux's, as the task got them
-            ).model_dump(mode="json")
+            spec = _detect(task).model_dump(mode="json")
         except ClusterEnvError as error:  # a launch refused where it ran (Flux's, for now)
             refused = {"error": type(error).__name__, "message": str(error)}
             records.append({"env": task["env"], "cpus": cpus, **refused, **truth, **recorded_files})
@@ -96,6 +99,25 @@ def test_replay(path: Path) -> None:
         assert records[0]["spec"]["source"] == "local"
     else:
         CHECKS[launcher](records)
+
+
+@pytest.mark.parametrize("path", CAPTURE_FILES, ids=IDS)
+def test_what_env_exports_is_the_same_rank_again(path: Path) -> None:
+    """`clusterenv env` in every rank of every real launch (uneven steps included): a
+    process started with exactly the exported variables detects as the same rank of the
+    same launch. Processes that are not ranks, and launches refused where they ran, have no
+    set to export."""
+    fields = ("global_rank", "world_size", "local_rank", "node_rank", "num_nodes", "master_addr")
+    for task in json.loads(path.read_text())["tasks"]:
+        try:
+            spec = _detect(task)
+        except ClusterEnvError:
+            continue
+        if spec.role is not Role.RANK:
+            continue
+        again = detect_environment(env_variables(spec, task["env"]), gpu_probe=lambda: ())
+        assert [getattr(again, f) for f in fields] == [getattr(spec, f) for f in fields]
+        assert again.master_port == spec.master_port
 
 
 # How each launcher's replay is checked against its ground truth.

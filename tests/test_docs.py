@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import doctest
+import os
 import re
 import subprocess
 import sys
@@ -74,13 +75,70 @@ def test_python_blocks_use_only_names_they_define() -> None:
     assert not failures, "\n".join(failures)
 
 
-def test_the_anemoi_page_quotes_the_error_clusterenv_run_prints() -> None:
-    """The refusal of anemoi's defaults (1 device) under a 2-rank torchrun, as quoted."""
-    cl = pytest.importorskip("clusterenv.lightning")
-    from clusterenv.testing import torchrun_env  # noqa: PLC0415
+def _python_blocks(page: Path) -> str:
+    """The page's own ``python`` blocks in page order: not an include (the file's own test
+    runs it) nor a block titled with the file it shows (tests/test_adding_a_source.py writes
+    and tests those)."""
+    blocks = re.findall(r"^```python\n(.*?)^```", page.read_text(), re.MULTILINE | re.DOTALL)
+    return "\n".join(block for block in blocks if not block.startswith("--8<--"))
 
-    spec = clusterenv.detect_environment(torchrun_env(1, 2, rank=0), gpu_probe=tuple)
-    with pytest.raises(ClusterEnvError) as raised:
-        cl.trainer_kwargs(spec, devices=1, package="lightning")
-    page = (ROOT / "docs" / "integrations" / "anemoi.md").read_text()
-    assert f"clusterenv: error: {raised.value}\n" in page
+
+RUNNABLE = [p for p in [ROOT / "README.md", *PAGES] if _python_blocks(p)]
+
+
+@pytest.mark.parametrize("page", RUNNABLE, ids=[str(p.relative_to(ROOT)) for p in RUNNABLE])
+def test_python_blocks_run_as_written(page: Path, tmp_path: Path) -> None:
+    """As a reader on a plain machine runs them: one script of the page's blocks, in a new
+    interpreter without launcher variables."""
+    code = _python_blocks(page)
+    imported = re.findall(r"^(?:import|from) ([a-z_.]+)", code, re.MULTILINE)
+    for module in imported:  # clusterenv.jax needs jax: its adapters import their framework
+        pytest.importorskip(module.removeprefix("clusterenv.").split(".")[0])
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        env={"PATH": os.environ["PATH"], "HOME": str(tmp_path)},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, f"{page.relative_to(ROOT)}:\n{result.stderr[-3000:]}"
+
+
+#: Each page's ``bash`` blocks: the test that runs them as written, or the test that runs the
+#: same launch here and why the block itself cannot run (a page shows a site's GPU job).
+BASH_BLOCKS = {
+    "README.md": "nox -s docs runs the first command as written (the second is this suite); "
+    "the anemoi line: tests/launchers/anemoi (srun 2x1, 2x2 with these overrides; no GPUs here)",
+    "docs/index.md": "the README's block (nox -s docs runs its first command)",
+    "docs/neural-lam.md": "torchrun.sh: tests/launchers/test_fits.py as written; neural-lam.sbatch "
+    "asks 8 GPUs (bash -n checks it; tests/launchers/neural_lam trains the same srun shape on CPU)",
+    "docs/frameworks/shell.md": "tests/launchers/test_frameworks.py runs each srun line as written",
+    "docs/integrations/anemoi.md": "tests/launchers/anemoi: the same srun and torchrun launches "
+    "with these overrides, on CPU (the job script asks GPUs)",
+    "docs/integrations/neural-lam.md": "tests/launchers/neural_lam: both lines' launches",
+    "docs/commands/inspect.md": "inspect on a process: tests/launchers (every shape); on a "
+    "file: tests/test_inspect_report.py",
+    "docs/commands/capture.md": "tests/launchers/capture.py records every live task this way",
+    "docs/commands/probe.md": "tests/launchers/test_probe.py (srun, torchrun, --backend gloo)",
+    "docs/commands/run.md": "tests/launchers/neural_lam (srun, torchrun) and test_fits.py",
+}
+
+
+def test_every_output_block_is_what_the_command_prints_and_every_command_block_runs() -> None:
+    """A ``text`` block is generated from the command (tests/docs_outputs.py) or includes a
+    file a test compares; a ``bash`` block is listed in BASH_BLOCKS with what runs it."""
+    with_commands = set()
+    for page in [ROOT / "README.md", *PAGES]:
+        name = str(page.relative_to(ROOT))
+        text = re.sub(
+            r"<!-- generated: .*?<!-- end generated -->", "", page.read_text(), flags=re.S
+        )
+        for language, body in re.findall(r"^```(text|bash)\n(.*?)^```", text, re.M | re.S):
+            if language == "bash":
+                assert name in BASH_BLOCKS, f"{name}: a command block no test runs:\n{body}"
+                with_commands.add(name)
+            else:  # an included output is a file its test compares (tests/data/reports)
+                assert body.startswith("--8<--"), f"{name}: an output no command printed:\n{body}"
+    assert with_commands == set(BASH_BLOCKS), "BASH_BLOCKS names a page without command blocks"

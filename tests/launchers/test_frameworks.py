@@ -7,6 +7,8 @@ world size, JAX's process index and count)."""
 
 from __future__ import annotations
 
+import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from tests.launchers.harness import HOST_SLURM, Cluster, launch
 SRUN = "MASTER_ADDR=127.0.0.1 srun -N2"
 DDP = Path(__file__).with_name("ddp_train.py")
 JAX = Path(__file__).with_name("jax_psum.py")
+SHELL_PAGE = Path(__file__).parents[2] / "docs" / "frameworks" / "shell.md"
 
 
 def records(command: str, workdir: Path, slurm: Cluster = HOST_SLURM) -> list[dict[str, Any]]:
@@ -59,13 +62,34 @@ def test_torch_ddp_under_srun(tmp_path: Path, slurm_cluster: Cluster) -> None:
     check_ddp(records(command, tmp_path, slurm_cluster), 4, "slurm")
 
 
+def shell_page_commands() -> list[str]:
+    """The srun commands of docs/frameworks/shell.md, as a reader copies them."""
+    block = re.search(r"^```bash\n(.*?)^```", SHELL_PAGE.read_text(), re.MULTILINE | re.DOTALL)
+    assert block, f"{SHELL_PAGE} has no bash block"
+    return [line for line in block[1].splitlines() if line.startswith("srun ")]
+
+
 @pytest.mark.slurm
-def test_eval_clusterenv_env_gives_a_plain_torch_script_its_rank(
-    tmp_path: Path, slurm_cluster: Cluster
+@pytest.mark.parametrize("command", shell_page_commands())
+def test_the_shell_pages_commands_give_a_plain_torch_script_its_rank(
+    command: str, tmp_path: Path, slurm_cluster: Cluster
 ) -> None:
-    step = f'eval "$({{python}} -m clusterenv env)" && exec {{python}} {DDP} {{out}} --plain'
-    command = f"{SRUN} --ntasks-per-node=2 bash -c '{step}'"
-    check_ddp(records(command, tmp_path, slurm_cluster), 4, None)
+    """Each command of the page as written, its `train.py` a torch DDP script that never
+    imports clusterenv (`eval "$(clusterenv env)"` in every rank; torchrun started with
+    `clusterenv env --format torchrun` in one task per node). Only the environment is set
+    in front: this venv's `clusterenv` and `torchrun` first on PATH, and rank 0's address
+    (the loopback clusters' node names resolve nowhere)."""
+    (tmp_path / "train.py").write_text(
+        f"import runpy, sys\nsys.argv = [{str(DDP)!r}, {str(tmp_path / 'records')!r}, "
+        f"'--plain']\nrunpy.run_path({str(DDP)!r}, run_name='__main__')\n"
+    )
+    found = records(
+        f"PATH={Path(sys.executable).parent}:$PATH MASTER_ADDR=127.0.0.1 {command}",
+        tmp_path,
+        slurm_cluster,
+    )
+    world = 8 if "--ntasks-per-node=4" in command else 2
+    check_ddp(found, world, None)
 
 
 @pytest.mark.slurm
