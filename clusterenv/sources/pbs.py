@@ -31,8 +31,9 @@ class PbsDetector(Detector):
     proof = (
         "live: OpenPBS 23.06.06 (built from source, in a chroot; a server and two MoMs with "
         "their own host names in a namespace): job scripts over one and two nodes "
-        "(`place=scatter|pack`), array subjobs (`qsub -J`), `pbsdsh` tasks (refused, naming "
-        "their node), torchrun once per node; Torque's `PBS_NUM_NODES`: documented (its "
+        "(`place=scatter|pack`), array subjobs (`qsub -J`), an interactive `qsub -I` shell, "
+        "`pbsdsh` tasks (refused, naming their node), torchrun once per node, MPICH and Open "
+        "MPI 5 inside a job (their source's); Torque's `PBS_NUM_NODES`: documented (its "
         "reference guide)"
     )
     variables = ("PBS_", "NCPUS")
