@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from importlib import import_module
+from pathlib import Path
 from typing import Any
 
 from clusterenv import ResourceSpec, Source, detect_environment, expand_hostlist
@@ -119,7 +120,7 @@ def torchrun_worker(
 
 
 def clusterenv_command(
-    *args: str, env: Mapping[str, str], timeout: float = 120
+    *args: str, env: Mapping[str, str], timeout: float = 120, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     """``python -m clusterenv ARGS`` in a fresh process that has ``env`` and a plain PATH
     only: nothing of the test process's environment leaks in."""
@@ -129,4 +130,5 @@ def clusterenv_command(
         text=True,
         env={"PATH": "/usr/bin:/bin", **env},
         timeout=timeout,
+        cwd=cwd,
     )

@@ -5,8 +5,10 @@ from __future__ import annotations
 import doctest
 import os
 import re
+import shlex
 import subprocess
 import sys
+from importlib.metadata import metadata
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,8 @@ import pytest
 import clusterenv
 import clusterenv.exceptions
 from clusterenv import ClusterEnvError, ProbeError
+from clusterenv.testing import slurm_env
+from tests.envs import clusterenv_command
 
 ROOT = Path(__file__).parents[1]
 PAGES = sorted((ROOT / "docs").rglob("*.md"))
@@ -117,10 +121,14 @@ BASH_BLOCKS = {
     "docs/frameworks/shell.md": "tests/launchers/test_frameworks.py runs each srun line as written",
     "docs/integrations/anemoi.md": "tests/launchers/anemoi: the same srun and torchrun launches "
     "with these overrides, on CPU (the job script asks GPUs)",
-    "docs/integrations/neural-lam.md": "tests/launchers/neural_lam: both lines' launches",
-    "docs/commands/inspect.md": "inspect on a process: tests/launchers (every shape); on a "
-    "file: tests/test_inspect_report.py",
-    "docs/commands/capture.md": "tests/launchers/capture.py records every live task this way",
+    "docs/integrations/neural-lam.md": "tests/launchers/neural_lam: each block's launches (the "
+    "PBS one: test_train_model_across_two_pbs_hosts)",
+    "docs/commands/inspect.md": "as written under the builders' srun: "
+    "test_the_command_pages_commands_run_...; live: tests/launchers (every shape)",
+    "docs/commands/capture.md": "tests/launchers/capture.py records every live task this way; "
+    "as written under the builders' srun: test_the_command_pages_commands_run_...",
+    "docs/commands/env.md": "as written under the builders' srun: "
+    "test_the_command_pages_commands_run_...; live: tests/launchers/test_frameworks.py",
     "docs/commands/probe.md": "tests/launchers/test_probe.py (srun, torchrun, --backend gloo)",
     "docs/commands/run.md": "tests/launchers/neural_lam (srun, torchrun) and test_fits.py",
 }
@@ -142,3 +150,54 @@ def test_every_output_block_is_what_the_command_prints_and_every_command_block_r
             else:  # an included output is a file its test compares (tests/data/reports)
                 assert body.startswith("--8<--"), f"{name}: an output no command printed:\n{body}"
     assert with_commands == set(BASH_BLOCKS), "BASH_BLOCKS names a page without command blocks"
+
+
+def _srun(line: str, cwd: Path) -> None:
+    """``srun [-o PATTERN] [--ntasks-per-node=1] clusterenv ARGS`` in every task of a job of
+    two nodes with two tasks each, as the builders make their variables (``%t``: the task);
+    rank 0 on 127.0.0.1, as under the loopback clusters (their node names resolve nowhere)."""
+    words = shlex.split(line)
+    start = words.index("clusterenv")
+    options, command = words[1:start], words[start:]
+    per_node = 1 if "--ntasks-per-node=1" in options else 2
+    pattern = options[options.index("-o") + 1] if "-o" in options else None
+    for task in range(2 * per_node):
+        launch = slurm_env(nodes=2, tasks_per_node=per_node, procid=task, within="sbatch")
+        env = dict(launch, MASTER_ADDR="127.0.0.1")
+        result = clusterenv_command(*command[1:], env=env, cwd=cwd)
+        assert result.returncode == 0, f"{line} (task {task}):\n{result.stderr}"
+        if pattern:
+            (cwd / pattern.replace("%t", str(task))).write_text(result.stdout)
+
+
+@pytest.mark.parametrize("name", ["inspect", "capture", "env"])
+def test_the_command_pages_commands_run_under_the_builders_launches(
+    name: str, tmp_path: Path
+) -> None:
+    """Each `clusterenv` line of the page's examples as written: under srun, in every task
+    of a launch the builders make (clusterenv.testing); alone, on this machine."""
+    page = (ROOT / "docs" / "commands" / f"{name}.md").read_text()
+    (block,) = re.findall(r"^```bash\n(.*?)^```", page, re.M | re.S)
+    for line in (line.split("  #")[0].strip() for line in block.splitlines()):
+        if line.startswith("srun "):
+            _srun(line, tmp_path)
+        elif line.startswith("clusterenv "):
+            result = clusterenv_command(*shlex.split(line)[1:], env={}, cwd=tmp_path)
+            assert result.returncode == 0, f"{line}:\n{result.stderr}"
+
+
+def test_every_extra_a_page_installs_exists() -> None:
+    """``pip install '.[X]'`` and ``'clusterenv-hpc[X]'`` on any page, hint or message name
+    extras of pyproject.toml."""
+    declared = set(metadata("clusterenv-hpc").get_all("Provides-Extra") or ())
+    texts = [
+        p.read_text() for p in [ROOT / "README.md", *PAGES, *(ROOT / "clusterenv").rglob("*.py")]
+    ]
+    named = {
+        extra
+        for text in texts
+        for group in re.findall(r"(?:'\.|clusterenv-hpc)\[([a-z,-]+)\]", text)
+        for extra in group.split(",")
+    }
+    assert named, "no page names an extra: the pattern is stale"
+    assert named <= declared, named - declared
