@@ -129,6 +129,14 @@ def pbs(real: dict[str, str]) -> dict[str, str]:
 MOCKS: dict[str, Mock] = {
     "pbs-job-script": pbs,
     "pbs-pbsdsh": pbs,
+    "pbs-interactive": lambda real: pbs_env(
+        2,
+        1,
+        job_id=real["PBS_JOBID"],
+        hosts=["pbs-n1", "pbs-n2"],
+        job_name=real["PBS_JOBNAME"],
+        interactive=True,
+    ),
     **{
         name: flux()
         for name in ("flux-run-1x2", "flux-run-2x2", "flux-run-2x2-main", "flux-4-nodes")
@@ -206,6 +214,7 @@ NOT_MODELLED |= {"openmpi-5-np4", "mpich-5-2-nodes", "intel-mpi-2-nodes"}
 NOT_MODELLED |= {"sbatch-no-task-count", "srun-arbitrary-hostfile"}
 # PBS's choice of host for one chunk (either MoM); torchrun's ranks inside a pbsdsh task
 NOT_MODELLED |= {"pbs-pack", "pbs-one-chunk", "pbs-array", "pbs-torchrun-per-node"}
+NOT_MODELLED |= {"pbs-mpich", "pbs-openmpi"}  # an MPI launcher's ranks inside a PBS job
 NOT_MODELLED |= {"flux-manual"}  # a taskmap given by hand: flux_env models block and cyclic
 NOT_MODELLED |= {
     "deepspeed-in-sbatch",

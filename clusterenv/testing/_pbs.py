@@ -22,6 +22,7 @@ def pbs_env(
     job_name: str = "train",
     array_index: int | None = None,
     pbsdsh: tuple[int, str] | None = None,
+    interactive: bool = False,
 ) -> Launch:
     """The job script of ``qsub -l select=NODES:ncpus=NCPUS:mpiprocs=PPN`` (``torque``:
     ``nodes=N:ppn=P``), and its ``PBS_NODEFILE``: one line per slot, so each host appears
@@ -29,7 +30,8 @@ def pbs_env(
     ``ompthreads``, by default its ``ncpus`` (default ``ppn``), as OpenPBS 23.06 does.
     ``array_index``: subjob N of ``qsub -J`` (give ``job_id`` as ``21[N].server``).
     ``pbsdsh=(node, task id)``: a task pbsdsh started on that node, with PBS's TM task id
-    (``"00000002"``): PBS sets no node file for it on the first node."""
+    (``"00000002"``): PBS sets no node file for it on the first node. ``interactive``: the
+    shell of ``qsub -I`` on the first node instead of the job script."""
     names = list(hosts or [f"node{i:02d}" for i in range(1, nodes + 1)])
     positive("pbs_env", nodes=nodes, ppn=ppn, ncpus=ncpus)
     check(
@@ -44,10 +46,9 @@ def pbs_env(
     server = job_id.partition(".")[2] or "pbs01"
     cpus = str(ompthreads or ncpus or ppn)
     env = {
-        "ENVIRONMENT": "BATCH",
         "NCPUS": cpus,
         "OMP_NUM_THREADS": cpus,
-        "PBS_ENVIRONMENT": "PBS_BATCH",
+        "PBS_ENVIRONMENT": "PBS_INTERACTIVE" if interactive else "PBS_BATCH",
         "PBS_JOBCOOKIE": "0123456789ABCDEF0123456789ABCDEF",
         "PBS_JOBDIR": "/home/user",
         "PBS_JOBID": job_id,
@@ -65,6 +66,8 @@ def pbs_env(
         "PBS_QUEUE": "workq",
         "PBS_TASKNUM": task,
     }
+    if not interactive:  # qsub -I's shell has PBS_ENVIRONMENT alone
+        env["ENVIRONMENT"] = "BATCH"
     if pbsdsh is None or node > 0:
         env["PBS_NODEFILE"] = nodefile
     if array_index is not None:
