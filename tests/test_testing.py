@@ -216,6 +216,8 @@ NOT_MODELLED |= {"sbatch-no-task-count", "srun-arbitrary-hostfile"}
 NOT_MODELLED |= {"pbs-pack", "pbs-one-chunk", "pbs-array", "pbs-torchrun-per-node"}
 NOT_MODELLED |= {"pbs-mpich", "pbs-openmpi"}  # an MPI launcher's ranks inside a PBS job
 NOT_MODELLED |= {"flux-manual"}  # a taskmap given by hand: flux_env models block and cyclic
+# Flux started by srun: its tasks also carry SLURMD_NODENAME (that of rank 0's broker)
+NOT_MODELLED |= {"flux-under-srun-3-hosts"}
 NOT_MODELLED |= {
     "deepspeed-in-sbatch",
     "torchrun-in-batch-step",

@@ -39,8 +39,10 @@ class FluxDetector(Detector):
         "live: flux-core 0.88.0 (built from source, in a chroot; a test instance of 4 brokers "
         "on one machine): `flux run` over 1, 2 and 4 nodes (with and without `MASTER_ADDR`), "
         "`--tasks-per-node`, `--taskmap=cyclic` over 2 and 3 nodes, a manual taskmap, "
-        "`flux submit`, `-o pmi=pmi2`, the bodies of `flux batch` and `flux alloc`; each task "
-        "against `flux job taskmap`. `cray-pals`: flux-coral2's plugin, documented"
+        "`flux submit`, `-o pmi=pmi2`, the bodies of `flux batch` and `flux alloc`; and an "
+        "instance bootstrapped by Slurm (`srun -N3 --mpi=pmi2 flux start`) across three "
+        "emulated hosts, `flux run -N3 -n6` without `MASTER_ADDR`; each task against `flux job "
+        "taskmap`. `cray-pals`: flux-coral2's plugin, documented"
     )
     roles = Roles(
         rank="a task of Flux job{job}",

@@ -7,6 +7,7 @@ resources) through its bounded asker; the captures record the answers it got."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -52,3 +53,27 @@ def test_flux_job(name: str, tmp_path: Path, flux: Cluster) -> None:
     assert len(records) == TASKS.get(name, 1 if name == "flux-alloc" else 4)
     check_flux(records)
     record_capture(name, LAUNCHES[name], records, {"launcher": "flux", "version": flux.version})
+
+
+#: A Flux instance bootstrapped by Slurm as sites start one (`srun --mpi=pmi2 flux start`):
+#: one broker per emulated host, each in the Flux chroot ({enter}) with its host's name.
+UNDER_SRUN = f"srun -N3 --mpi=pmi2 {{enter}} flux start flux run -N3 -n6 {TASK}"
+ENTER = (
+    "env PATH=/opt/flux/bin:/usr/sbin:/usr/bin:/sbin:/bin "
+    f"CLUSTERENV_BIND={sys.base_prefix}:{sys.prefix} CLUSTERENV_FLUX_ON_HOST=1 "
+    f"bash {Path(__file__).with_name('flux-enter.sh')}"
+)
+
+
+@pytest.mark.flux
+@pytest.mark.slurm
+@pytest.mark.parametrize("net_slurm", ["22.05"], indirect=True)  # its tasks reach the chroot
+def test_flux_across_the_emulated_hosts(tmp_path: Path, flux: Cluster, net_slurm: Cluster) -> None:
+    """`flux run -N3 -n6` in that instance, without MASTER_ADDR: every task on n1..n3 gets
+    its node and rank 0's host from Flux, checked against Flux's own taskmap."""
+    records = launch(UNDER_SRUN.replace("{enter}", ENTER), tmp_path, timeout=180, slurm=net_slurm)
+    assert len(records) == 6
+    check_flux(records)
+    assert len({record["truth"]["host0"] for record in records}) == 1
+    version = {"launcher": "flux", "version": flux.version}
+    record_capture("flux-under-srun-3-hosts", UNDER_SRUN, records, version)
