@@ -13,8 +13,9 @@ from clusterenv._ask import Asker, ask_command
 from clusterenv._cpu import CpuProbe, probe_cpus
 from clusterenv._gpu import Gpus
 from clusterenv._gpu_probe import probe_gpus
+from clusterenv._hostfile import read_text_file
 from clusterenv._launch import LaunchFacts
-from clusterenv._reader import MAX_VALUE_LENGTH, EnvReader, FileReader, GpuProbe, read_text_file
+from clusterenv._reader import MAX_VALUE_LENGTH, EnvReader, FileReader, GpuProbe
 from clusterenv._rules import MAIN_ADDR_TEMPLATE, complete
 from clusterenv._safe import shorten
 from clusterenv._spec import ResourceSpec, Source

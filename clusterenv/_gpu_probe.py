@@ -3,7 +3,7 @@
 Each vendor is asked the cheapest way first. The kernel's own files (``/proc`` and
 ``/sys``, what ``nvidia-smi``, ``amd-smi`` and ``xpu-smi`` read themselves) cost well under
 a millisecond; NVML and ``nvidia-smi`` only run where NVIDIA's driver is present. Files are
-read through :func:`~clusterenv._reader.read_bytes` (regular files, bounded), every command
+read through :func:`~clusterenv._hostfile.read_bytes` (regular files, bounded), every command
 has a timeout, and nothing here raises: a missing or broken driver means no GPU.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from functools import cache
 
-from clusterenv._reader import read_bytes
+from clusterenv._hostfile import read_bytes
 from clusterenv._spec import GpuInventory, GpuVendor
 
 __all__ = ["probe_gpus", "probe_sysfs"]

@@ -17,8 +17,9 @@ from pydantic import ValidationError
 from clusterenv._ask import Asker
 from clusterenv._capture import launcher_variables
 from clusterenv._detect import launch_inputs
+from clusterenv._hostfile import MAX_FILE_BYTES, read_bytes
 from clusterenv._machine import Machine
-from clusterenv._reader import MAX_FILE_BYTES, MAX_VALUE_LENGTH, read_bytes
+from clusterenv._reader import MAX_VALUE_LENGTH
 from clusterenv._safe import escape, redact_text, shorten
 
 __all__ = ["CAPTURE_VERSION", "FORMATS", "EnvFile", "Usage", "capture", "read_env_file"]

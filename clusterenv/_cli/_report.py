@@ -20,9 +20,10 @@ from clusterenv._detect import explain_environment
 from clusterenv._diagnose import diagnose
 from clusterenv._finding import Finding
 from clusterenv._gpu_probe import probe_gpus
+from clusterenv._hostfile import read_text_file
 from clusterenv._machine import Machine, collect_machine, machine_findings, network_variables
 from clusterenv._preflight import main_address_findings, resolve_main, suspended
-from clusterenv._reader import origin_value, read_text_file
+from clusterenv._reader import origin_value
 from clusterenv._safe import redact_text, redact_value, unicode_text
 from clusterenv._spec import GpuInventory, ResourceSpec, Source
 from clusterenv.exceptions import ClusterEnvError

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from clusterenv._reader import EnvReader, HostFile, parse_integer
+from clusterenv._hostfile import HostFile
+from clusterenv._reader import EnvReader, parse_integer
 from clusterenv._safe import shorten
 from clusterenv._spec import Source
 from clusterenv.exceptions import InconsistentEnvironmentError

@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 
-from clusterenv._reader import MAX_HOST_LINES, EnvReader, parse_integer
+from clusterenv._hostfile import MAX_HOST_LINES
+from clusterenv._reader import EnvReader, parse_integer
 from clusterenv._safe import shorten
 from clusterenv._spec import Source
 from clusterenv.exceptions import InvalidVariableError, MissingVariableError
