@@ -23,6 +23,7 @@ from clusterenv._finding import Finding
 from clusterenv._gpu import inventory
 from clusterenv._reader import GpuProbe
 from clusterenv._safe import redact_value, shorten
+from clusterenv._spawned import spawned_by, spawned_findings
 from clusterenv._spec import GpuInventory, ResourceSpec
 from clusterenv.sources import present
 
@@ -71,6 +72,9 @@ class Machine(BaseModel):
     #: Names looked up here: the main address of a multi-node job -> its addresses (``[]``:
     #: it does not resolve on this machine).
     resolved: dict[str, list[str]] = {}
+    #: The process that started this one with Python's multiprocessing, where this one has
+    #: its launcher variables unchanged (``None``: none, or not recorded).
+    spawned_by: int | None = None
 
 
 def _versions() -> dict[str, str]:
@@ -151,12 +155,14 @@ def collect_machine(gpu_probe: GpuProbe, env: Mapping[str, str]) -> Machine:
         launchers=_launcher_versions(env),
         interfaces=sorted(name for _, name in socket.if_nameindex()),
         container=container_runtime(env),
+        spawned_by=spawned_by(env),
     )
 
 
 def machine_findings(spec: ResourceSpec, env: Mapping[str, str], machine: Machine) -> list[Finding]:
-    """What only this machine tells: the container it runs in, interfaces that are not here."""
-    found = container_findings(spec, machine.container)
+    """What only this machine tells: the container it runs in, interfaces that are not here,
+    a process that multiprocessing copied from a rank."""
+    found = container_findings(spec, machine.container) + spawned_findings(spec, machine.spawned_by)
     for name in INTERFACE_VARIABLES:
         value = env.get(name)
         if value is None or machine.interfaces is None or _matches(name, value, machine.interfaces):

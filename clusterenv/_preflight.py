@@ -28,6 +28,7 @@ from clusterenv._finding import Finding
 from clusterenv._machine import INTERFACE_VARIABLES, Machine, machine_findings
 from clusterenv._probe._network import is_address, is_loopback, lookup
 from clusterenv._safe import escape, redact_text
+from clusterenv._spawned import spawned_by
 from clusterenv._spec import ResourceSpec, Role
 from clusterenv.exceptions import PreflightError
 
@@ -109,12 +110,14 @@ def main_address_findings(spec: ResourceSpec, machine: Machine) -> list[Finding]
 
 
 def node_findings(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
-    """What this node tells, cheaply: its interfaces, its container, its name service."""
+    """What this node tells, cheaply: its interfaces, its container, its name service, and
+    whether this process is a multiprocessing copy of a rank."""
     named = any(name in env for name in INTERFACE_VARIABLES)
     machine = Machine(
         interfaces=sorted(name for _, name in socket.if_nameindex()) if named else None,
         container=container_runtime(env),
         resolved=resolve_main(spec),
+        spawned_by=spawned_by(env),
     )
     return [*machine_findings(spec, env, machine), *main_address_findings(spec, machine)]
 

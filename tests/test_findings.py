@@ -4,6 +4,7 @@ that causes it and silent on the correct one beside it."""
 from __future__ import annotations
 
 import ast
+import os
 import re
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from clusterenv import ResourceSpec, explain_environment
 from clusterenv._container import container_findings, container_runtime
 from clusterenv._diagnose import diagnose
 from clusterenv._machine import Machine, machine_findings
+from clusterenv._spawned import spawned_by, spawned_findings
 from clusterenv.testing import local_env, slurm_env, torchrun_env
 from tests.envs import torchrun_worker
 
@@ -99,6 +101,27 @@ def test_a_container_that_dropped_the_job() -> None:
     (note,) = container_findings(spec_of(local_env()), "Apptainer")
     assert (note.id, note.level) == ("container-without-job", "info")
     assert container_findings(spec_of(slurm_env(2, 1, 0)), "Apptainer") == []
+
+
+def test_a_multiprocessing_copy_of_a_rank() -> None:
+    """Children of one srun task's process: each claims its rank; a child given its own
+    RANK (a launcher written in Python) and a process no multiprocessing started are not."""
+    env = dict(slurm_env(1, 1, 0))
+    parent = "\0".join(f"{name}={value}" for name, value in env.items()).encode()
+
+    def child_of(environ: bytes, by_multiprocessing: bool = True) -> int | None:
+        return spawned_by(env, lambda: object() if by_multiprocessing else None, lambda _: environ)
+
+    assert child_of(parent) == os.getppid()
+    assert child_of(parent, by_multiprocessing=False) is None
+    assert child_of(parent.replace(b"SLURM_PROCID=0", b"SLURM_PROCID=1")) is None
+    (one,) = spawned_findings(spec_of(env), 1234)
+    assert (one.id, one.level) == ("spawned-child", "warning")  # each trains alone
+    (many,) = spawned_findings(spec_of(slurm_env(2, 1, 0)), 1234)
+    assert many.level == "error"  # the process group waits for ranks that never come
+    assert "process 1234 all claim rank 0 of 2" in many.message
+    assert spawned_findings(spec_of(slurm_env(2, 1, 0)), None) == []
+    assert spawned_findings(spec_of(slurm_env(step="batch", nodes=2)), 1234) == []
 
 
 def _emitted() -> set[str]:

@@ -4,6 +4,9 @@ the rank that can tell, a certain hang raised on every rank, ``CLUSTERENV_STRICT
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -147,3 +150,31 @@ def test_inspect_honours_clusterenv_strict(tmp_path: Path) -> None:
     assert clusterenv_command("inspect", env=env, timeout=60).returncode == 0
     strict = dict(env, CLUSTERENV_STRICT="1")
     assert clusterenv_command("inspect", env=strict, timeout=60).returncode == 1
+
+
+@pytest.mark.parametrize(("nodes", "words"), [(2, "error [spawned-child]"), (1, "warning")])
+def test_multiprocessing_copies_of_a_rank_are_named(nodes: int, words: str, tmp_path: Path) -> None:
+    """A process started with a Slurm task's variables (from the builders) starts two
+    children with multiprocessing, as mp.spawn does: each child's pre-flight names it."""
+    env = {
+        "PATH": "/usr/bin:/bin",
+        **slurm_env(nodes=nodes, procid=0),
+        "MASTER_ADDR": "127.0.0.1",
+    }
+    script = Path(__file__).parent / "launchers" / "spawn_children.py"
+    result = subprocess.run(
+        [sys.executable, str(script), str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    records = [json.loads(path.read_text()) for path in tmp_path.glob("*.json")]
+    assert len(records) == 2, result.stderr
+    assert result.stderr.count(words) == 2, result.stderr
+    for record in records:
+        if nodes > 1:
+            assert "spawned-child" in record["error"]
+        else:
+            assert record["preflight"] == ["spawned-child"]

@@ -166,6 +166,22 @@ def test_gpus_per_task_binds_one_device_per_task(tmp_path: Path, slurm_cluster: 
         assert len({d[0] for d in devices}) == len(devices), "two tasks were given one GPU"
 
 
+@pytest.mark.slurm
+def test_multiprocessing_children_of_a_task_are_stopped(
+    tmp_path: Path, slurm_cluster: Cluster
+) -> None:
+    """Each task of a two-node step starts two children with multiprocessing (as mp.spawn
+    does): all four inherit their task's SLURM_PROCID, and the pre-flight check of each
+    stops it (spawned-child), naming the process that started it."""
+    spawn = Path(__file__).with_name("spawn_children.py")
+    command = f"MASTER_ADDR=127.0.0.1 srun -N2 --ntasks-per-node=1 {{python}} {spawn} {{out}}"
+    records = launch(command, tmp_path, slurm=slurm_cluster)
+    assert len(records) == 4
+    assert sorted(record["spec"]["global_rank"] for record in records) == [0, 0, 1, 1]
+    for record in records:
+        assert "spawned-child" in record["error"], record
+
+
 @pytest.mark.torchrun
 @pytest.mark.usefixtures("torchrun")
 @pytest.mark.parametrize("name", sorted(TORCHRUN_LAUNCHES))
