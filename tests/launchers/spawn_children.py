@@ -18,6 +18,7 @@ import clusterenv
 
 def child(out: str) -> None:
     spec = clusterenv.detect_environment()
+    said: dict[str, object]
     try:
         said = {"preflight": [finding.id for finding in clusterenv.preflight(spec)]}
     except clusterenv.PreflightError as error:
