@@ -21,6 +21,7 @@ from clusterenv._container import container_findings, container_runtime
 from clusterenv._cpu import probe_cpus
 from clusterenv._finding import Finding
 from clusterenv._gpu import inventory
+from clusterenv._nccl import nccl_plugin, slingshot_findings
 from clusterenv._reader import GpuProbe
 from clusterenv._safe import redact_value, shorten
 from clusterenv._spawned import spawned_by, spawned_findings
@@ -75,6 +76,8 @@ class Machine(BaseModel):
     #: The process that started this one with Python's multiprocessing, where this one has
     #: its launcher variables unchanged (``None``: none, or not recorded).
     spawned_by: int | None = None
+    #: Where NCCL would find its network plugin (``""``: nowhere; ``None``: not looked up).
+    nccl_plugin: str | None = None
 
 
 def _versions() -> dict[str, str]:
@@ -156,13 +159,18 @@ def collect_machine(gpu_probe: GpuProbe, env: Mapping[str, str]) -> Machine:
         interfaces=sorted(name for _, name in socket.if_nameindex()),
         container=container_runtime(env),
         spawned_by=spawned_by(env),
+        nccl_plugin=nccl_plugin(env),
     )
 
 
 def machine_findings(spec: ResourceSpec, env: Mapping[str, str], machine: Machine) -> list[Finding]:
     """What only this machine tells: the container it runs in, interfaces that are not here,
-    a process that multiprocessing copied from a rank."""
-    found = container_findings(spec, machine.container) + spawned_findings(spec, machine.spawned_by)
+    a process that multiprocessing copied from a rank, NCCL over Slingshot without its plugin."""
+    found = [
+        *container_findings(spec, machine.container),
+        *spawned_findings(spec, machine.spawned_by),
+        *slingshot_findings(spec, machine.interfaces, machine.nccl_plugin),
+    ]
     for name in INTERFACE_VARIABLES:
         value = env.get(name)
         if value is None or machine.interfaces is None or _matches(name, value, machine.interfaces):

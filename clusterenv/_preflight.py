@@ -26,6 +26,7 @@ from clusterenv._detect import detect_environment
 from clusterenv._diagnose import diagnose
 from clusterenv._finding import Finding
 from clusterenv._machine import INTERFACE_VARIABLES, Machine, machine_findings
+from clusterenv._nccl import SLINGSHOT, nccl_plugin, wants_network_facts
 from clusterenv._probe._network import is_address, is_loopback, lookup
 from clusterenv._safe import escape, redact_text
 from clusterenv._spawned import spawned_by
@@ -110,11 +111,16 @@ def main_address_findings(spec: ResourceSpec, machine: Machine) -> list[Finding]
 
 
 def node_findings(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
-    """What this node tells, cheaply: its interfaces, its container, its name service, and
-    whether this process is a multiprocessing copy of a rank."""
+    """What this node tells, cheaply: its interfaces, its container, its name service,
+    whether this process is a multiprocessing copy of a rank, and (NCCL between nodes over
+    Slingshot) whether NCCL finds its network plugin."""
     named = any(name in env for name in INTERFACE_VARIABLES)
+    nccl = wants_network_facts(spec)  # NCCL between nodes: over Slingshot, with its plugin?
+    interfaces = sorted(name for _, name in socket.if_nameindex()) if named or nccl else None
+    slingshot = nccl and any(name.startswith(SLINGSHOT) for name in interfaces or ())
     machine = Machine(
-        interfaces=sorted(name for _, name in socket.if_nameindex()) if named else None,
+        interfaces=interfaces,
+        nccl_plugin=nccl_plugin(env) if slingshot else None,
         container=container_runtime(env),
         resolved=resolve_main(spec),
         spawned_by=spawned_by(env),

@@ -15,6 +15,7 @@ from clusterenv import ResourceSpec, explain_environment
 from clusterenv._container import container_findings, container_runtime
 from clusterenv._diagnose import diagnose
 from clusterenv._machine import Machine, machine_findings
+from clusterenv._nccl import nccl_plugin, slingshot_findings
 from clusterenv._spawned import spawned_by, spawned_findings
 from clusterenv.testing import local_env, slurm_env, torchrun_env
 from tests.envs import torchrun_worker
@@ -101,6 +102,53 @@ def test_a_container_that_dropped_the_job() -> None:
     (note,) = container_findings(spec_of(local_env()), "Apptainer")
     assert (note.id, note.level) == ("container-without-job", "info")
     assert container_findings(spec_of(slurm_env(2, 1, 0)), "Apptainer") == []
+
+
+@pytest.mark.parametrize(
+    ("granted", "visible", "outside"),
+    [
+        ("0,1", "0,1", False),
+        ("2,3", "2", False),  # one of the granted
+        ("2,3", "0,1", False),  # renumbered from 0: cgroups hide the others
+        ("0,1", "0,1,2,3", True),  # more than granted
+        ("2,3", "1,2", True),
+        ("0,1", "GPU-5f3e,GPU-9a1b", False),  # UUIDs: not comparable
+    ],
+)
+def test_visible_gpus_outside_the_grant(granted: str, visible: str, outside: bool) -> None:
+    env = slurm_env(1, 2, 0, gpus_per_node=2) | {
+        "SLURM_STEP_GPUS": granted,
+        "CUDA_VISIBLE_DEVICES": visible,
+    }
+    assert ("slurm.gpus-outside-grant" in found(env)) is outside
+
+
+def test_nccl_over_slingshot_without_its_plugin() -> None:
+    """A rank of a multi-node NVIDIA job on a node with Slingshot NICs, without NCCL's
+    network plugin; silent with the plugin, without Slingshot, or on one node."""
+    spec = spec_of(slurm_env(2, 4, 0, gpus_per_node=4))
+    slingshot = ["hsn0", "hsn1", "lo"]
+    (one,) = slingshot_findings(spec, slingshot, "")
+    assert one.id == "nccl-ofi-missing"
+    assert "hsn0, hsn1" in one.message
+    assert slingshot_findings(spec, slingshot, "/opt/aws-ofi-nccl/lib/libnccl-net.so") == []
+    assert slingshot_findings(spec, ["eth0", "ib0"], "") == []
+    assert slingshot_findings(spec_of(slurm_env(1, 4, 0, gpus_per_node=4)), slingshot, "") == []
+    assert slingshot_findings(spec, slingshot, None) == []  # not looked up
+
+
+def test_where_nccl_finds_its_plugin() -> None:
+    def nowhere(path: str) -> bytes:
+        raise OSError(path)
+
+    there = {"/opt/ofi/lib/libnccl-net.so", "/opt/ofi/lib/libnccl-net-ofi.so"}
+    env = {"LD_LIBRARY_PATH": "/opt/cuda/lib64:/opt/ofi/lib"}
+    assert nccl_plugin(env, there.__contains__, nowhere) == "/opt/ofi/lib/libnccl-net.so"
+    named = env | {"NCCL_NET_PLUGIN": "ofi"}
+    assert nccl_plugin(named, there.__contains__, nowhere) == "/opt/ofi/lib/libnccl-net-ofi.so"
+    assert nccl_plugin({}, there.__contains__, nowhere) == ""
+    cached = nccl_plugin({}, there.__contains__, lambda path: b"\0libnccl-net.so\0")
+    assert cached == "/etc/ld.so.cache"
 
 
 def test_a_multiprocessing_copy_of_a_rank() -> None:

@@ -196,6 +196,18 @@ def check_refused_alike(records: list[Record], words: str) -> None:
     ]
 
 
+def check_container(records: list[Record]) -> None:
+    """Tasks of srun that each start a container: given the job's environment, Slurm's
+    ranks; without it, each a machine of its own (rank 0 of 1), which the runtime's marker
+    names (``machine.container``)."""
+    if all("SLURM_JOB_ID" in record["env"] for record in records):
+        check_ranks(records, "slurm")
+        return
+    for record in records:
+        assert (record["spec"]["source"], record["spec"]["world_size"]) == ("local", 1)
+        assert record["machine"]["container"] == "podman"
+
+
 def check_gridengine(records: list[Record]) -> None:
     """Each job against Grid Engine's own numbers for it."""
     for record in records:
@@ -276,6 +288,8 @@ def check_pbs(records: list[Record]) -> None:
 WARNED: dict[str, set[str]] = {
     "gpus-per-task": {"gpus-per-task"},  # local rank 1 indexes a GPU its task cannot see
     "amd-gpus-per-task": {"gpus-per-task"},
+    "gpu-bind-map": {"gpus-per-task"},  # --gpu-bind=map_gpu: one GPU per task, as above
+    "gpus-outside-grant": {"slurm.gpus-outside-grant"},  # CUDA_VISIBLE_DEVICES by hand
     "het-job": {"slurm.ntasks-without-per-node"},  # 1 and 2 tasks: uneven
     "srun-N2-n3-uneven": {"slurm.ntasks-without-per-node"},
     "srun-N2-n4-cyclic": {"slurm.ntasks-without-per-node"},
@@ -312,6 +326,7 @@ CHECKS: dict[str, Callable[[list[dict[str, Any]]], None]] = {
     "flux": check_flux,
     "pbs": check_pbs,
     "torchrun+pbs": check_torchrun,
+    "slurm+podman": check_container,
     "mpich+pbs": lambda records: check_mpi(records, "PMI_RANK", "PMI_SIZE", "PMI_HOSTNAME"),
     "openmpi+pbs": lambda records: check_refused_alike(records, "Open MPI 5 numbers local ranks"),
 }

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from clusterenv import ResourceSpec
+from clusterenv._container import container_findings
 from tests.launchers.harness import (
     Cluster,
     capture_name,
@@ -41,6 +43,11 @@ SLURM_LAUNCHES = {
     "gres-gpu": "srun -N2 --ntasks-per-node=2 --gres=gpu:2 {task}",
     "gpus-per-task": "srun -N2 --ntasks-per-node=2 --gpus-per-task=1 {task}",
     "gpus-per-node-typed": "srun -N2 --ntasks-per-node=2 --gpus-per-node=a100:2 {task}",
+    # Each task bound to one GPU by a map (task 0 to GPU 1, task 1 to GPU 0).
+    "gpu-bind-map": "srun -N1 --ntasks-per-node=2 --gpus-per-node=2 --gpu-bind=map_gpu:1,0 {task}",
+    # A job script that sets CUDA_VISIBLE_DEVICES itself, beyond the one GPU it was granted.
+    "gpus-outside-grant": f"{SBATCH} -N1 --gpus-per-node=1 "
+    "--wrap 'CUDA_VISIBLE_DEVICES=0,1 {{task}}'",
     "job-name-bash": "srun -N2 --ntasks-per-node=2 --job-name=bash {task}",
     "het-job": "srun -N1 -n1 : -N1 -n2 {task}",
     "mpi-pmi2": "srun -N2 --ntasks-per-node=2 --mpi=pmi2 {task}",
@@ -67,6 +74,8 @@ GPUS_PER_NODE = {
     "gres-gpu": 2,
     "gpus-per-task": 2,
     "gpus-per-node-typed": 2,
+    "gpu-bind-map": 2,
+    "gpus-outside-grant": 1,
     "amd-gpus-per-task": 2,
     "intel-gpus": 2,
 }
@@ -164,6 +173,36 @@ def test_gpus_per_task_binds_one_device_per_task(tmp_path: Path, slurm_cluster: 
     for devices in by_node.values():
         assert all(len(d) == 1 for d in devices)
         assert len({d[0] for d in devices}) == len(devices), "two tasks were given one GPU"
+
+
+#: A container in every task (podman, from an image built here), without and with the job's
+#: environment: without it, each task reads as a machine of its own (the note says why).
+CONTAINERS = {
+    "srun-podman": "srun -N2 --ntasks-per-node=1 {podman} -- {{task}}",
+    "srun-podman-env-host": "srun -N2 --ntasks-per-node=1 {podman} --env-host -- {{task}}",
+}
+
+
+@pytest.mark.slurm
+@pytest.mark.parametrize("name", sorted(CONTAINERS))
+@pytest.mark.parametrize("slurm_cluster", ["22.05"], indirect=True)  # 24.11's tasks: a chroot
+def test_a_container_under_srun(
+    name: str, tmp_path: Path, slurm_cluster: Cluster, podman: str
+) -> None:
+    records = launch(CONTAINERS[name].format(podman=podman), tmp_path, slurm=slurm_cluster)
+    assert len(records) == 2
+    for record in records:
+        spec = ResourceSpec.model_validate(record["spec"])
+        noted = {f.id for f in container_findings(spec, record["machine"]["container"])}
+        if name == "srun-podman":  # the runtime dropped SLURM_*: a local rank 0 of 1
+            assert (spec.source.value, spec.world_size) == ("local", 1)
+            assert noted == {"container-without-job"}
+        else:
+            assert (spec.source.value, spec.world_size) == ("slurm", 2)
+            assert noted == set()
+    if name == "srun-podman-env-host":
+        check_slurm(records, lambda nodes: scontrol_hostnames(nodes, slurm_cluster) or [])
+    record_capture(name, CONTAINERS[name], records, {"launcher": "slurm+podman"})
 
 
 @pytest.mark.slurm

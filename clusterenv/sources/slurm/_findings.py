@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from clusterenv._finding import Finding, Level
+from clusterenv._gpu import VENDOR_VARIABLES
 from clusterenv._reader import parse_integer
 from clusterenv._safe import shorten
-from clusterenv._spec import ResourceSpec, Role
+from clusterenv._spec import GpuVendor, ResourceSpec, Role
 from clusterenv.exceptions import ClusterEnvError
 from clusterenv.sources._detector import Detector
 from clusterenv.sources.slurm._values import TaskLayout
@@ -106,8 +107,43 @@ def slurm_findings(
         "pass clusterenv's cluster environment to the Trainer, or name the job (--job-name)",
         "info",
     )
-    found += _cpus_and_steps(slurm, spec, env, present)
+    found += _cpus_and_steps(slurm, spec, env, present) + _outside_grant(spec, env)
     return found
+
+
+def _outside_grant(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
+    """A visible-devices value naming GPUs the job was not granted on this node. Slurm lists
+    those it granted (SLURM_STEP_GPUS in a task, SLURM_JOB_GPUS in the batch step) in the
+    node's numbering; where cgroups hide the others, the visible ones count from 0."""
+    granted_name = next((n for n in ("SLURM_STEP_GPUS", "SLURM_JOB_GPUS") if n in env), None)
+    names = VENDOR_VARIABLES[spec.gpu_vendor or GpuVendor.NVIDIA]
+    name = next((n for n in names if n in env), None)
+    if granted_name is None or name is None:
+        return []
+    granted, visible = _indices(env[granted_name]), _indices(env[name])
+    if granted is None or visible is None:  # UUIDs or MIG slices: not comparable
+        return []
+    renumbered = set(range(len(granted)))
+    if len(visible) <= len(granted) and (visible <= granted or visible <= renumbered):
+        return []
+    return [
+        Finding(
+            id="slurm.gpus-outside-grant",
+            message=f"{name}={shorten(env[name])!r} names GPUs this job was not granted on "
+            f"this node ({granted_name}={shorten(env[granted_name])!r}): its ranks may "
+            "compute on another job's GPUs, or find none",
+            fix=f"do not set {name} by hand: Slurm sets it to the granted GPUs (divide them "
+            "with --gpus-per-task or --gpu-bind)",
+        )
+    ]
+
+
+def _indices(value: str) -> set[int] | None:
+    """GPU indices such as ``0,2``; ``None`` for anything else (UUIDs, MIG slices, empty)."""
+    items = [item.strip() for item in value.split(",")]
+    if not all(item.isdigit() and len(item) <= 4 for item in items):
+        return None
+    return {int(item) for item in items}
 
 
 def _cpus_and_steps(
