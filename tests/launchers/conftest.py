@@ -135,6 +135,16 @@ def flux() -> Cluster:
     return FLUX
 
 
+@pytest.fixture(scope="session")
+def podman() -> str:
+    """How a task starts a container of the suite's image (podman-build.sh: a Debian rootfs
+    from debootstrap, built once; no registry is reachable): ``{podman} [OPTION...] --``
+    before the command."""
+    _built("podman-build.sh")
+    bind = f"CLUSTERENV_BIND={sys.base_prefix}:{sys.prefix}"
+    return f"env {bind} bash {HERE / 'podman-run.sh'}"
+
+
 PBS = Cluster(
     "OpenPBS 23.06.06",
     os.environ.get("CLUSTERENV_PBS_ROOT", "/var/lib/clusterenv/pbs"),

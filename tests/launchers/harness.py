@@ -200,6 +200,7 @@ def record_capture(
                 **({"answers": _scrubbed(record["answers"])} if "answers" in record else {}),
                 # Host files under their scrubbed paths, as the scrubbed variables name them.
                 **({"files": _scrubbed_files(record["files"])} if "files" in record else {}),
+                **({"machine": record["machine"]} if "machine" in record else {}),
             },
             _scrubbed_spec(record),
         )

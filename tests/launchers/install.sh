@@ -10,6 +10,9 @@ compgen -G "/usr/lib/*/pmix2/lib/libpmix.so" >/dev/null || need+=(libpmix2 libpm
 command -v mpirun >/dev/null || need+=(openmpi-bin)
 command -v mpirun.mpich >/dev/null || need+=(mpich)  # coexists; mpirun stays Open MPI's
 command -v nft >/dev/null || need+=(nftables)  # faults inside the emulated network
+# Containers under srun; runc: crun refuses this machine's hybrid cgroup hierarchy.
+command -v podman >/dev/null || need+=(podman)
+command -v runc >/dev/null || need+=(runc)
 [ ${#need[@]} = 0 ] && exit 0
 echo "install.sh: installing ${need[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive

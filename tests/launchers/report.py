@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 
 import clusterenv
 from clusterenv._capture import launcher_variables
+from clusterenv._container import container_runtime
 from clusterenv._cpu import probe_cpus
 from clusterenv._detect import launch_inputs
 
@@ -64,6 +65,10 @@ def record(out: str | None, truth: bool = False) -> None:
         result["files"] = files
     if any(answers.values()):
         result["answers"] = {command: text for command, text in answers.items() if text}
+    # What the machine tells that findings use (the container this task runs in).
+    runtime = container_runtime(os.environ)
+    if runtime:
+        result["machine"] = {"container": runtime}
     line = json.dumps({"env": env, "cpus": probe_cpus(), **result}, sort_keys=True)
     if out is None:
         print(line, flush=True)
