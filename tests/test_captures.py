@@ -69,7 +69,8 @@ def test_replay(path: Path) -> None:
     for task in capture["tasks"]:
         cpus: int | None = task.get("cpus")
         truth = {key: task[key] for key in ("torch", "truth") if key in task}
-        recorded_files = {"files": task["files"]} if "files" in task else {}
+        # What the task read besides its variables: host files, its machine's facts.
+        recorded_files = {key: task[key] for key in ("files", "machine") if key in task}
         try:
             spec = _detect(task).model_dump(mode="json")
         except ClusterEnvError as error:  # a launch refused where it ran (Flux's, for now)

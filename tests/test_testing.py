@@ -215,6 +215,8 @@ NOT_MODELLED |= {"sbatch-no-task-count", "srun-arbitrary-hostfile"}
 # PBS's choice of host for one chunk (either MoM); torchrun's ranks inside a pbsdsh task
 NOT_MODELLED |= {"pbs-pack", "pbs-one-chunk", "pbs-array", "pbs-torchrun-per-node"}
 NOT_MODELLED |= {"pbs-mpich", "pbs-openmpi"}  # an MPI launcher's ranks inside a PBS job
+# A GPU map per task, a job script's own CUDA_VISIBLE_DEVICES, and containers under srun
+NOT_MODELLED |= {"gpu-bind-map", "gpus-outside-grant", "srun-podman", "srun-podman-env-host"}
 NOT_MODELLED |= {"flux-manual"}  # a taskmap given by hand: flux_env models block and cyclic
 # Flux started by srun: its tasks also carry SLURMD_NODENAME (that of rank 0's broker)
 NOT_MODELLED |= {"flux-under-srun-3-hosts"}

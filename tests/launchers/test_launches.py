@@ -7,8 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from clusterenv import ResourceSpec
-from clusterenv._container import container_findings
 from tests.launchers.harness import (
     Cluster,
     capture_name,
@@ -18,7 +16,7 @@ from tests.launchers.harness import (
     scontrol_hostnames,
     slurm_version,
 )
-from tests.truth import check_findings, check_mpi, check_slurm, check_torchrun
+from tests.truth import CHECKS, check_findings, check_mpi, check_slurm, check_torchrun
 
 # {task} runs the report script in each task. sbatch jobs use --wait; -o /dev/null
 # keeps the batch output out of the working directory.
@@ -47,7 +45,7 @@ SLURM_LAUNCHES = {
     "gpu-bind-map": "srun -N1 --ntasks-per-node=2 --gpus-per-node=2 --gpu-bind=map_gpu:1,0 {task}",
     # A job script that sets CUDA_VISIBLE_DEVICES itself, beyond the one GPU it was granted.
     "gpus-outside-grant": f"{SBATCH} -N1 --gpus-per-node=1 "
-    "--wrap 'CUDA_VISIBLE_DEVICES=0,1 {{task}}'",
+    "--wrap 'CUDA_VISIBLE_DEVICES=0,1 {task}'",
     "job-name-bash": "srun -N2 --ntasks-per-node=2 --job-name=bash {task}",
     "het-job": "srun -N1 -n1 : -N1 -n2 {task}",
     "mpi-pmi2": "srun -N2 --ntasks-per-node=2 --mpi=pmi2 {task}",
@@ -189,19 +187,11 @@ CONTAINERS = {
 def test_a_container_under_srun(
     name: str, tmp_path: Path, slurm_cluster: Cluster, podman: str
 ) -> None:
+    """Without the job's environment each task reads as a machine of its own, which the
+    note names; with it (--env-host), Slurm's ranks, silent (check_container)."""
     records = launch(CONTAINERS[name].format(podman=podman), tmp_path, slurm=slurm_cluster)
     assert len(records) == 2
-    for record in records:
-        spec = ResourceSpec.model_validate(record["spec"])
-        noted = {f.id for f in container_findings(spec, record["machine"]["container"])}
-        if name == "srun-podman":  # the runtime dropped SLURM_*: a local rank 0 of 1
-            assert (spec.source.value, spec.world_size) == ("local", 1)
-            assert noted == {"container-without-job"}
-        else:
-            assert (spec.source.value, spec.world_size) == ("slurm", 2)
-            assert noted == set()
-    if name == "srun-podman-env-host":
-        check_slurm(records, lambda nodes: scontrol_hostnames(nodes, slurm_cluster) or [])
+    CHECKS["slurm+podman"](records)
     record_capture(name, CONTAINERS[name], records, {"launcher": "slurm+podman"})
 
 
