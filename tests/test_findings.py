@@ -123,6 +123,16 @@ def test_visible_gpus_outside_the_grant(granted: str, visible: str, outside: boo
     assert ("slurm.gpus-outside-grant" in found(env)) is outside
 
 
+def test_a_main_address_that_is_the_submit_host() -> None:
+    """MASTER_ADDR=$(hostname) typed on the login node: not a node of the job."""
+    env = slurm_env(2, 2, 1) | {"SLURM_SUBMIT_HOST": "login1.example.org"}
+    assert found(env | {"MASTER_ADDR": "login1"}).get("slurm.main-address-submit-host") == "error"
+    assert "slurm.main-address-submit-host" not in found(env | {"MASTER_ADDR": "cn001"})
+    assert "slurm.main-address-submit-host" not in found(env)
+    inside = slurm_env(2, 2, 1) | {"SLURM_SUBMIT_HOST": "cn001", "MASTER_ADDR": "cn001"}
+    assert "slurm.main-address-submit-host" not in found(inside)  # submitted from a node
+
+
 def test_nccl_over_slingshot_without_its_plugin() -> None:
     """A rank of a multi-node NVIDIA job on a node with Slingshot NICs, without NCCL's
     network plugin; silent with the plugin, without Slingshot, or on one node."""

@@ -43,6 +43,8 @@ SLURM_LAUNCHES = {
     "gpus-per-node-typed": "srun -N2 --ntasks-per-node=2 --gpus-per-node=a100:2 {task}",
     # Each task bound to one GPU by a map (task 0 to GPU 1, task 1 to GPU 0).
     "gpu-bind-map": "srun -N1 --ntasks-per-node=2 --gpus-per-node=2 --gpu-bind=map_gpu:1,0 {task}",
+    # MASTER_ADDR=$(hostname) typed where srun is: the submit host, not a node of the job.
+    "main-address-submit-host": "MASTER_ADDR=$(hostname) srun -N2 --ntasks-per-node=1 {task}",
     # A job script that sets CUDA_VISIBLE_DEVICES itself, beyond the one GPU it was granted.
     "gpus-outside-grant": f"{SBATCH} -N1 --gpus-per-node=1 "
     "--wrap 'CUDA_VISIBLE_DEVICES=0,1 {task}'",

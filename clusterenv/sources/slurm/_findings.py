@@ -108,7 +108,35 @@ def slurm_findings(
         "info",
     )
     found += _cpus_and_steps(slurm, spec, env, present) + _outside_grant(spec, env)
-    return found
+    return found + _submit_host(spec, env)
+
+
+def _submit_host(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
+    """``MASTER_ADDR`` naming the host the job was submitted from (``$(hostname)`` typed on
+    a login node), which is not a node of the job: no rank listens there."""
+    submit = env.get("SLURM_SUBMIT_HOST", "").strip()
+    named = env.get("MASTER_ADDR", "").strip()
+    if not submit or not spec.hostnames or _short(named) != _short(submit):
+        return []
+    if _short(submit) in {_short(host) for host in spec.hostnames}:
+        return []
+    ranks = spec.role is Role.RANK and spec.world_size > 1
+    return [
+        Finding(
+            id="slurm.main-address-submit-host",
+            message=f"MASTER_ADDR={shorten(named)!r} is the host the job was submitted from "
+            f"(SLURM_SUBMIT_HOST), not one of its nodes ({shorten(','.join(spec.hostnames))}): "
+            "no rank listens there, so the ranks wait for rank 0 in vain",
+            fix="unset MASTER_ADDR (clusterenv derives rank 0's node), or set it inside the "
+            "job to its first node: $(scontrol show hostnames $SLURM_JOB_NODELIST | head -n1)",
+            level="error" if ranks else "warning",
+        )
+    ]
+
+
+def _short(host: str) -> str:
+    """``cn001`` of ``cn001.cluster.example``: the same host either way."""
+    return host.partition(".")[0].lower()
 
 
 def _outside_grant(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
