@@ -218,6 +218,7 @@ NOT_MODELLED |= {"pbs-mpich", "pbs-openmpi"}  # an MPI launcher's ranks inside a
 # A GPU map per task, a job script's own CUDA_VISIBLE_DEVICES, and containers under srun
 NOT_MODELLED |= {"gpu-bind-map", "gpus-outside-grant", "srun-podman", "srun-podman-env-host"}
 NOT_MODELLED |= {"main-address-submit-host"}  # a MASTER_ADDR exported by hand
+NOT_MODELLED |= {"cpus-not-inherited", "srun-cpus-per-task"}  # the emulated hosts' binding
 NOT_MODELLED |= {"flux-manual"}  # a taskmap given by hand: flux_env models block and cyclic
 # Flux started by srun: its tasks also carry SLURMD_NODENAME (that of rank 0's broker)
 NOT_MODELLED |= {"flux-under-srun-3-hosts"}

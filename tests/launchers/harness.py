@@ -148,6 +148,20 @@ def scontrol_hostnames(nodelist: str, slurm: Cluster = HOST_SLURM) -> list[str] 
     return hosts if result.returncode == 0 and hosts else None
 
 
+def node_lists(records: list[Record], slurm: Cluster) -> dict[str, list[str]]:
+    """Every node list the tasks name, with the hosts ``scontrol show hostnames`` gives for
+    it: what a capture keeps so that a replay checks the nodes without Slurm."""
+    lists = {
+        env[name]
+        for record in records
+        for env in [record["env"]]
+        if isinstance(env, dict)
+        for name in ("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_JOB_NODELIST_HET_GROUP_0")
+        if name in env
+    }
+    return {nodelist: scontrol_hostnames(nodelist, slurm) or [] for nodelist in sorted(lists)}
+
+
 def slurm_version(slurm: Cluster = HOST_SLURM) -> str:
     command = slurm.command("srun", "--version")
     return subprocess.run(command, capture_output=True, text=True).stdout.strip()

@@ -38,8 +38,10 @@ make_state() {  # ROOT STATE
 }
 
 # The part of slurm.conf every suite cluster shares: daemons as root, state, logs and spool
-# under STATE (per node: %n), tasks tracked without cgroups, no accounting.
-daemon_conf() {  # STATE
+# under STATE (per node: %n), tasks tracked without cgroups, no accounting. TASK_PLUGIN:
+# task/none (the loopback clusters: four "CPUs" per node on a 2-core machine, nothing to
+# bind) or task/affinity (the emulated hosts, two CPUs each: srun binds each task's CPUs).
+daemon_conf() {  # STATE [TASK_PLUGIN]
     cat <<CONF
 SlurmUser=root
 SlurmdUser=root
@@ -53,7 +55,7 @@ StateSaveLocation=$1/state
 TmpFS=$1/tmp/%n
 SlurmdParameters=config_overrides
 ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+TaskPlugin=${2:-task/none}
 MpiDefault=none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU

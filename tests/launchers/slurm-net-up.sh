@@ -49,7 +49,8 @@ cp "$ROOT$STATE/munge/munged.pid" "$ROOT$STATE/run/munged.pid"
     echo "SlurmctldPort=$PORT"
     echo "SlurmdPort=$((PORT + 1))"
     echo "AuthInfo=socket=$STATE/munge/socket"
-    daemon_conf "$STATE"
+    daemon_conf "$STATE" task/affinity
+    echo "TaskPluginParam=Cores"  # each task bound to the cores of its step, as sites do
     echo "NodeName=DEFAULT CPUs=2 RealMemory=1000 State=UNKNOWN"
     for n in 1 2 3; do echo "NodeName=n$n NodeAddr=198.18.0.$n"; done
     echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP"

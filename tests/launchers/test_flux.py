@@ -55,9 +55,10 @@ def test_flux_job(name: str, tmp_path: Path, flux: Cluster) -> None:
     record_capture(name, LAUNCHES[name], records, {"launcher": "flux", "version": flux.version})
 
 
-#: A Flux instance bootstrapped by Slurm as sites start one (`srun --mpi=pmi2 flux start`):
-#: one broker per emulated host, each in the Flux chroot ({enter}) with its host's name.
-UNDER_SRUN = f"srun -N3 --mpi=pmi2 {{enter}} flux start flux run -N3 -n6 {TASK}"
+#: A Flux instance bootstrapped by Slurm as sites start one (srun --mpi=pmi2 flux start):
+#: one broker per emulated host, given its two CPUs (its node's cores, as sites give them), each
+#: in the Flux chroot ({enter}) with its host's name.
+UNDER_SRUN = f"srun -N3 --mpi=pmi2 --cpus-per-task=2 {{enter}} flux start flux run -N3 -n6 {TASK}"
 ENTER = (
     "env PATH=/opt/flux/bin:/usr/sbin:/usr/bin:/sbin:/bin "
     f"CLUSTERENV_BIND={sys.base_prefix}:{sys.prefix} CLUSTERENV_FLUX_ON_HOST=1 "

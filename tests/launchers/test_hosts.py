@@ -13,12 +13,58 @@ from pathlib import Path
 
 import pytest
 
-from tests.launchers.harness import ON_HOST, Cluster, launch, run, scontrol_hostnames
+from clusterenv import ResourceSpec
+from clusterenv._diagnose import diagnose
+from tests.launchers.harness import (
+    ON_HOST,
+    Cluster,
+    capture_name,
+    launch,
+    node_lists,
+    record_capture,
+    run,
+    scontrol_hostnames,
+    slurm_version,
+)
 from tests.launchers.test_frameworks import DDP, check_ddp, records
 from tests.truth import check_mpi, check_slurm
 
 RSH = Path(__file__).with_name("netns-rsh.sh")
 HOSTS_VIEW = Path("/etc/netns/ce-n1/hosts")  # n1's own /etc/hosts (netns-up.sh)
+
+
+#: A job of two CPUs per task whose srun starts one task: since 22.05 srun does not read
+#: SLURM_CPUS_PER_TASK, so the task is bound to one CPU (the hosts' Slurm binds each task to
+#: its cores); SRUN_CPUS_PER_TASK passes the job's value on.
+CPU_STEPS = {
+    "cpus-not-inherited": "sbatch --wait -o /dev/null -N1 -c 2 --wrap 'srun -n1 {task}'",
+    "srun-cpus-per-task": "sbatch --wait -o /dev/null -N1 -c 2 "
+    "--wrap 'SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK srun -n1 {task}'",
+}
+
+
+@pytest.mark.slurm
+@pytest.mark.parametrize("name", sorted(CPU_STEPS))
+def test_a_step_gets_the_cpus_its_task_is_bound_to(
+    name: str, tmp_path: Path, net_slurm: Cluster
+) -> None:
+    """The task's affinity is the truth: cpus_per_rank follows it, and the finding
+    slurm.cpus-not-inherited is there exactly where it is below SLURM_CPUS_PER_TASK
+    (measured: 22.05's srun binds the task to one CPU, 24.11's to the job's two)."""
+    (record,) = launch(CPU_STEPS[name], tmp_path, slurm=net_slurm)
+    check_slurm([record], lambda nodes: scontrol_hostnames(nodes, net_slurm) or [])
+    spec = ResourceSpec.model_validate(record["spec"])
+    bound = record["cpus"] < int(record["env"]["SLURM_CPUS_PER_TASK"])
+    assert spec.cpus_per_rank == record["cpus"]
+    assert ("slurm.cpus-not-inherited" in {f.id for f in diagnose(spec, record["env"])}) is bound
+    if name == "srun-cpus-per-task":  # the fix: the job's CPUs per task reach the step
+        assert not bound
+    elif net_slurm.version == "22.05":  # 24.11's srun passes them on by itself
+        assert bound
+    extra = {"version": slurm_version(net_slurm), "hostnames": node_lists([record], net_slurm)}
+    record_capture(
+        capture_name(name, net_slurm), CPU_STEPS[name], [record], {"launcher": "slurm", **extra}
+    )
 
 
 @pytest.mark.slurm

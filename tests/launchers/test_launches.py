@@ -12,6 +12,7 @@ from tests.launchers.harness import (
     capture_name,
     launch,
     launch_files,
+    node_lists,
     record_capture,
     scontrol_hostnames,
     slurm_version,
@@ -99,23 +100,11 @@ TORCHRUN_LAUNCHES = {
 }
 
 
-def _hostnames(records: list[dict[str, object]], slurm: Cluster) -> dict[str, list[str]]:
-    lists = {
-        env[name]
-        for record in records
-        for env in [record["env"]]
-        if isinstance(env, dict)
-        for name in ("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_JOB_NODELIST_HET_GROUP_0")
-        if name in env
-    }
-    return {nodelist: scontrol_hostnames(nodelist, slurm) or [] for nodelist in sorted(lists)}
-
-
 @pytest.mark.slurm
 @pytest.mark.parametrize("name", sorted(SLURM_LAUNCHES))
 def test_slurm_launch(name: str, tmp_path: Path, slurm_cluster: Cluster) -> None:
     records = launch(SLURM_LAUNCHES[name], tmp_path, slurm=slurm_cluster)
-    hostnames = _hostnames(records, slurm_cluster)
+    hostnames = node_lists(records, slurm_cluster)
     check_slurm(records, hostnames.__getitem__)
     check_findings(name, records)
     job_names = {"salloc-srun-interactive-name": "interactive", "job-name-bash": "bash"}
@@ -145,7 +134,7 @@ def test_a_batch_step_without_a_task_count_describes_what_srun_starts(
     for a core's hyperthreads), and a bare srun starts one task per node: the batch step's
     world is what that srun really started (was: 6)."""
     records = launch(NO_TASK_COUNT, tmp_path, slurm=slurm_cluster)
-    hostnames = _hostnames(records, slurm_cluster)
+    hostnames = node_lists(records, slurm_cluster)
     check_slurm(records, hostnames.__getitem__)
     check_findings("sbatch-no-task-count", records)
     (batch,) = [record for record in records if record["spec"]["role"] == "batch"]
