@@ -207,7 +207,8 @@ class Gpus:
 
 def gpu_findings(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
     """What makes a rank miss its GPU: none visible of those granted, two vendors' masks at
-    once, several MIG slices (CUDA uses one), a local rank past the GPUs this task sees."""
+    once, several MIG slices (CUDA uses one), a local rank past the GPUs this task sees, GPU
+    ids that code may mistake for device indices."""
     found = []
     if spec.gpus_per_node and not spec.visible_devices and spec.role is not Role.SHELL:
         names = VENDOR_VARIABLES[spec.gpu_vendor or GpuVendor.NVIDIA]
@@ -256,4 +257,31 @@ def gpu_findings(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
                 "sees (clusterenv.torch.device())",
             )
         )
-    return found
+    return found + _not_from_zero(spec, env)
+
+
+def _not_from_zero(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
+    """GPU ids that do not start at 0 (``CUDA_VISIBLE_DEVICES=2,3``: a part of a node, no
+    cgroup renumbering): right as they are, but the runtimes number them from 0, so code that
+    passes the ids as device indices asks for GPUs that do not exist (JAX issue 23452)."""
+    names = VENDOR_VARIABLES[spec.gpu_vendor or GpuVendor.NVIDIA]
+    name = next((name for name in names if name in env), None)
+    ids = spec.visible_devices
+    if name is None or spec.role is Role.SHELL or not ids or not all(i.isdigit() for i in ids):
+        return []
+    if min(len(i) for i in ids) > 4 or min(int(i) for i in ids) == 0:
+        return []
+    shown = ", ".join(ids[:2])
+    return [
+        Finding(
+            id="gpus-not-from-zero",
+            message=f"{name}={shorten(env[name])!r}: this task has GPUs {shorten(shown)}"
+            f"{', ...' if len(ids) > 2 else ''} of its node, which CUDA, ROCm, PyTorch and "
+            f"JAX number 0..{len(ids) - 1}: code that passes the ids as device indices "
+            f"(torch.device('cuda:{ids[0]}'), jax.distributed.initialize(local_device_ids="
+            f"[{ids[0]}])) fails with 'invalid device ordinal'",
+            fix="index the visible GPUs from 0, never by the ids in the variable "
+            "(clusterenv.torch.device() and clusterenv.jax.initialize() do)",
+            level="info",
+        )
+    ]

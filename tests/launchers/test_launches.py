@@ -49,6 +49,12 @@ SLURM_LAUNCHES = {
     # A job script that sets CUDA_VISIBLE_DEVICES itself, beyond the one GPU it was granted.
     "gpus-outside-grant": f"{SBATCH} -N1 --gpus-per-node=1 "
     "--wrap 'CUDA_VISIBLE_DEVICES=0,1 {task}'",
+    # Two tasks on one granted GPU: both see GPU 0.
+    "gpus-shared": "srun -N1 --ntasks-per-node=2 --gpus-per-node=1 {task}",
+    # GPU 0 of cn001 held by another allocation: this job's is GPU 1, unrenumbered.
+    "gpus-not-from-zero": "J=$(salloc --no-shell -w cn001 --gpus-per-node=1 2>&1 | "
+    "sed -n 's/.*Granted job allocation //p') && srun -w cn001 --gpus-per-node=1 {task}; "
+    "scancel $J",
     "job-name-bash": "srun -N2 --ntasks-per-node=2 --job-name=bash {task}",
     "het-job": "srun -N1 -n1 : -N1 -n2 {task}",
     "mpi-pmi2": "srun -N2 --ntasks-per-node=2 --mpi=pmi2 {task}",
@@ -77,6 +83,8 @@ GPUS_PER_NODE = {
     "gpus-per-node-typed": 2,
     "gpu-bind-map": 2,
     "gpus-outside-grant": 1,
+    "gpus-shared": 1,
+    "gpus-not-from-zero": 1,
     "amd-gpus-per-task": 2,
     "intel-gpus": 2,
 }

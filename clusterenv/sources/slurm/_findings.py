@@ -34,15 +34,23 @@ def slurm_findings(
         if condition:
             found.append(Finding(id=f"slurm.{what}", message=message, fix=fix, level=level))
 
+    tasks, gpus = spec.devices_per_node, spec.gpus_per_node
+    rank = ours and spec.role is Role.RANK and gpus > 0
     warn(
-        ours
-        and spec.role is Role.RANK
-        and spec.gpus_per_node > 0
-        and spec.devices_per_node != spec.gpus_per_node,
+        rank and tasks < gpus,
         "tasks-not-gpus",
-        f"{spec.devices_per_node} tasks on this node but {spec.gpus_per_node} GPUs: "
-        "Lightning expects one task per GPU",
-        f"--ntasks-per-node={spec.gpus_per_node}",
+        f"{tasks} tasks on this node but {gpus} GPUs: Lightning expects one task per GPU",
+        f"--ntasks-per-node={gpus}",
+    )
+    # More tasks than the node's grant (SLURM_GPUS_ON_NODE, ..._GPUS): some share a GPU.
+    warn(
+        rank and tasks > gpus,
+        "gpus-shared",
+        f"{tasks} tasks on this node share its {gpus} GPU(s): JAX preallocates 75% of a "
+        "GPU's memory in each process (TensorFlow all of it), so the second rank on a GPU "
+        "runs out of memory, and Lightning expects one task per GPU",
+        f"--ntasks-per-node={gpus} (one task per GPU); to share on purpose with JAX, export "
+        "XLA_PYTHON_CLIENT_PREALLOCATE=false",
     )
     placed = _layout(env)
     warn(
