@@ -212,7 +212,8 @@ def test_gpu_ids_that_do_not_start_at_zero_are_a_note() -> None:
     task = slurm_env(1, 2, 1, gpus_per_node=2) | {"CUDA_VISIBLE_DEVICES": "2,3"}
     spec = spec_of(task)
     (note,) = [f for f in diagnose(spec, task) if f.id == "gpus-not-from-zero"]
-    assert note.level == "info" and "local_device_ids=[2]" in note.message
+    assert note.level == "info"
+    assert "local_device_ids=[2]" in note.message
     assert "gpus-not-from-zero" not in found(slurm_env(1, 2, 1, gpus_per_node=2))  # 0,1
     uuids = {"CUDA_VISIBLE_DEVICES": "GPU-5f1c6e2a-1111-2222-3333-444455556666"}
     assert "gpus-not-from-zero" not in found(slurm_env(1, 1, 0, gpus_per_node=1) | uuids)
@@ -222,9 +223,11 @@ def test_more_tasks_than_the_nodes_gpus_share_them() -> None:
     """srun --ntasks-per-node=2 --gpus-per-node=1: both ranks on GPU 0, where JAX's
     preallocation leaves the second none; fewer tasks than GPUs stays tasks-not-gpus."""
     shared = found(slurm_env(1, 2, 1, gpus_per_node=1))
-    assert shared["slurm.gpus-shared"] == "warning" and "slurm.tasks-not-gpus" not in shared
+    assert shared["slurm.gpus-shared"] == "warning"
+    assert "slurm.tasks-not-gpus" not in shared
     idle = found(slurm_env(1, 1, 0, gpus_per_node=2))
-    assert idle["slurm.tasks-not-gpus"] == "warning" and "slurm.gpus-shared" not in idle
+    assert idle["slurm.tasks-not-gpus"] == "warning"
+    assert "slurm.gpus-shared" not in idle
     assert not {"slurm.gpus-shared", "slurm.tasks-not-gpus"} & set(
         found(slurm_env(1, 2, 1, gpus_per_node=2))
     )

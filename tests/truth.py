@@ -321,7 +321,8 @@ def check_findings(name: str, records: list[Record]) -> None:
     """What ``diagnose`` says of a launch's tasks above a note: exactly what :data:`WARNED`
     expects of ``name`` (a capture name, with or without its release folder; a release's
     own entry first), and at least the notes :data:`NOTED` expects."""
-    found, notes = set(), set()
+    found: set[str] = set()
+    notes: set[str] = set()
     for record in records:
         if "spec" not in record:  # refused: the refusal is the report
             continue
