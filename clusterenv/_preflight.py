@@ -18,7 +18,7 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 
 from clusterenv._container import container_runtime
@@ -32,6 +32,7 @@ from clusterenv._safe import escape, redact_text
 from clusterenv._spawned import spawned_by
 from clusterenv._spec import ResourceSpec, Role
 from clusterenv.exceptions import PreflightError
+from clusterenv.sources import command_findings
 
 __all__ = [
     "OPT_OUT",
@@ -129,18 +130,23 @@ def node_findings(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
 
 
 def preflight(
-    spec: ResourceSpec | None = None, env: Mapping[str, str] | None = None
+    spec: ResourceSpec | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    command: Sequence[str] = (),
 ) -> list[Finding]:
     """Check the launch of this process before training starts: print its warnings (once,
     to standard error, on the rank that can tell), raise :class:`PreflightError` for those
-    that make a hang certain (every warning with ``CLUSTERENV_STRICT=1``). Returns the
-    warnings and errors found (notes left out); ``[]`` with ``CLUSTERENV_PREFLIGHT=0``."""
+    that make a hang certain (every warning with ``CLUSTERENV_STRICT=1``). ``command`` is
+    what this process is about to run (`clusterenv run`'s script or module and its
+    arguments: a launcher's own options are checked too). Returns the warnings and errors
+    found (notes left out); ``[]`` with ``CLUSTERENV_PREFLIGHT=0``."""
     env = os.environ if env is None else env
     mode = env.get(OPT_OUT, "").strip().lower()
     if mode in ("0", "off") or _suspended.get():
         return []
     spec = detect_environment(env) if spec is None else spec
-    job = [finding for finding in diagnose(spec, env) if finding.level != "info"]
+    job = [f for f in diagnose(spec, env) + command_findings(spec, command) if f.level != "info"]
     node = [] if mode == "launch" else node_findings(spec, env)
     node = [finding for finding in node if finding.level != "info"]
     shown = (job if spec.global_rank == 0 else []) + (node if spec.local_rank == 0 else [])

@@ -130,7 +130,8 @@ BASH_BLOCKS = {
     "docs/commands/env.md": "as written under the builders' srun: "
     "test_the_command_pages_commands_run_...; live: tests/launchers/test_frameworks.py",
     "docs/commands/probe.md": "tests/launchers/test_probe.py (srun, torchrun, --backend gloo)",
-    "docs/commands/run.md": "tests/launchers/neural_lam (srun, torchrun) and test_fits.py",
+    "docs/commands/run.md": "tests/launchers/neural_lam (srun, torchrun), test_fits.py and "
+    "test_launches.py (a wrapped torchrun's node rank)",
 }
 
 

@@ -16,7 +16,10 @@ from clusterenv._container import container_findings, container_runtime
 from clusterenv._diagnose import diagnose
 from clusterenv._machine import Machine, machine_findings
 from clusterenv._nccl import nccl_plugin, slingshot_findings
+from clusterenv._preflight import preflight
 from clusterenv._spawned import spawned_by, spawned_findings
+from clusterenv.exceptions import PreflightError
+from clusterenv.sources import command_findings
 from clusterenv.testing import local_env, slurm_env, torchrun_env
 from tests.envs import torchrun_worker
 
@@ -231,3 +234,25 @@ def test_more_tasks_than_the_nodes_gpus_share_them() -> None:
     assert not {"slurm.gpus-shared", "slurm.tasks-not-gpus"} & set(
         found(slurm_env(1, 2, 1, gpus_per_node=2))
     )
+
+
+def test_torchrun_given_another_nodes_rank_stops_before_the_rendezvous() -> None:
+    """`srun torchrun --node_rank=$SLURM_NODEID` in double quotes: the job script expands it
+    once, to 0, so node 1's agent claims node 0 too and both wait for node 1 forever."""
+    task = slurm_env(2, 1, 1) | {"CLUSTERENV_PREFLIGHT": "launch"}  # node 1 of 2
+    torchrun = ["torch.distributed.run", "--nnodes=2", "--nproc-per-node=2", "train.py"]
+    (error,) = command_findings(spec_of(task), [*torchrun[:2], "--node_rank=0", *torchrun[2:]])
+    assert (error.id, error.level) == ("torchelastic.node-rank-mismatch", "error")
+    assert "--node_rank=0 on node 1 of 2" in error.message
+    with pytest.raises(PreflightError, match="node-rank-mismatch"):
+        preflight(spec_of(task), task, command=[*torchrun[:2], "--node_rank=0", *torchrun[2:]])
+    right = [*torchrun[:2], "--node_rank=1", *torchrun[2:]]
+    c10d = [*torchrun[:2], "--rdzv-backend=c10d", "--rdzv-endpoint=cn001:29400", *torchrun[2:]]
+    node_0 = spec_of(slurm_env(2, 1, 0))
+    assert not command_findings(spec_of(task), right)
+    assert not command_findings(spec_of(task), [*c10d[:2], "--node_rank=0", *c10d[2:]])
+    assert not command_findings(node_0, [*torchrun[:2], "--node_rank=0", *torchrun[2:]])
+    # The script's own --node_rank is not torchrun's; other commands are not looked at.
+    assert not command_findings(spec_of(task), [*right, "--node_rank=0"])
+    assert not command_findings(spec_of(task), ["train.py", "--node_rank=0"])
+    assert not command_findings(spec_of(task), ["torchrun", "--no-such-option"])

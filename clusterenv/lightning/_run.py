@@ -25,7 +25,9 @@ __all__ = ["follow_allocation", "run_script"]
 
 
 @contextlib.contextmanager
-def follow_allocation(spec: ResourceSpec | None = None) -> Iterator[ResourceSpec]:
+def follow_allocation(
+    spec: ResourceSpec | None = None, *, command: Sequence[str] = ()
+) -> Iterator[ResourceSpec]:
     """Within the block, every Lightning ``Trainer`` follows the allocation.
 
     Patches ``__init__`` of ``lightning.pytorch.Trainer`` and ``pytorch_lightning.Trainer``
@@ -36,12 +38,13 @@ def follow_allocation(spec: ResourceSpec | None = None) -> Iterator[ResourceSpec
     unless the script passes one, and a callback that warns when the training DataLoaders
     start more workers than the rank has CPUs (``cpus_per_rank``). Explicit values that
     contradict the allocation raise :class:`~clusterenv.ClusterEnvError`. The pre-flight
-    check (:func:`clusterenv.preflight`) runs first. On CPU a
+    check (:func:`clusterenv.preflight`) runs first, of ``command`` too where given (what the
+    block will run: a launcher's own options are checked). On CPU a
     one-element device list such as neural-lam's ``--devices 2`` (``devices=[2]``) is read
     as a count, since there are no CPU device indices.
     """
     spec = spec or explain_environment().spec
-    preflight(spec)  # before the script loads data: a certain hang stops here
+    preflight(spec, command=command)  # before the script loads data: a hang stops here
     patched: list[tuple[Any, Any]] = []
     try:
         for package, module in TRAINERS.items():
@@ -102,7 +105,7 @@ def run_script(target: str, args: Sequence[str], *, module: bool = False) -> Non
     sys.argv = [target, *args]
     sys.path.insert(0, os.getcwd() if module else os.path.dirname(os.path.abspath(target)))
     try:
-        with follow_allocation():
+        with follow_allocation(command=sys.argv):
             if module:
                 runpy.run_module(target, run_name="__main__", alter_sys=True)
             else:

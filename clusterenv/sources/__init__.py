@@ -8,7 +8,7 @@ The registry is :class:`~clusterenv.Source`: each member names its module here
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from importlib import import_module
 
 from clusterenv._finding import Finding
@@ -21,6 +21,7 @@ __all__ = [
     "Fields",
     "Hints",
     "Roles",
+    "command_findings",
     "detector_for",
     "findings",
     "present",
@@ -74,3 +75,9 @@ def findings(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
     detector = detector_for(spec.source)
     hooks = [detector, *(d for d in DETECTORS if d is not detector and d.present(env))]
     return [finding for hook in hooks for finding in hook.diagnose(spec, env, around)]
+
+
+def command_findings(spec: ResourceSpec, command: Sequence[str]) -> list[Finding]:
+    """What the sources know breaks ``command``, a launcher about to start in ``spec``'s
+    process (`clusterenv run` wrapping torchrun)."""
+    return [finding for d in DETECTORS for finding in d.command_findings(spec, command)]

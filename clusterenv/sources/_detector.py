@@ -137,6 +137,11 @@ class Detector(ABC):
         """
         return []
 
+    def command_findings(self, spec: ResourceSpec, command: Sequence[str]) -> list[Finding]:
+        """Findings about ``command``, this launcher's own command line, about to run in the
+        process ``spec`` describes (``clusterenv run -m torch.distributed.run ...``)."""
+        return []
+
     def facts(self, spec: ResourceSpec) -> LaunchFacts:
         """What an adapter needs to know of ``spec``'s launch beyond the spec."""
         return LaunchFacts(

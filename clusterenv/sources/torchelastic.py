@@ -7,10 +7,15 @@ an allocation torchrun, not srun, is what started this process.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import io
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+from clusterenv._finding import Finding
 from clusterenv._reader import EnvReader
-from clusterenv._spec import Role, Source
+from clusterenv._spec import ResourceSpec, Role, Source
 from clusterenv.sources._detector import Detector, Fields, Gpus, Hints
 
 __all__ = ["DETECTOR", "TorchElasticDetector"]
@@ -68,6 +73,72 @@ class TorchElasticDetector(Detector):
             "node_rank": integer("node_rank", "GROUP_RANK"),
             "job_id": run_id if run_id not in ("", "none") else None,
         }
+
+    def command_findings(self, spec: ResourceSpec, command: Sequence[str]) -> list[Finding]:
+        """torchrun (or accelerate launch, torchrun underneath) given a node rank that is not
+        this process's node: under the static rendezvous two agents claim one node rank and
+        wait for the missing one forever, before any worker starts (issue 39:
+        ``--node_rank=$SLURM_NODEID`` expanded once, in the job script, is 0 on every node)."""
+        given = _node_rank_option(command)
+        if given is None or spec.source is self.source or spec.role not in _PER_NODE:
+            return []
+        option, rank, nodes = given
+        if nodes != spec.num_nodes or rank == spec.node_rank:
+            return []
+        return [
+            Finding(
+                id="torchelastic.node-rank-mismatch",
+                message=f"{option}={rank} on node {spec.node_rank} of {nodes}: two agents "
+                f"claim node {rank} and wait for node {spec.node_rank} forever (a node index "
+                "expanded once, in the job script, is the same on every node)",
+                fix=f"let each node expand its own index, in single quotes (srun bash -c "
+                f"'{option}=$SLURM_NODEID ...'), or use --rdzv-backend=c10d, which "
+                "numbers the nodes itself",
+                level="error",
+            )
+        ]
+
+
+_PER_NODE = (Role.RANK, Role.NODE)
+
+
+def _node_rank_option(command: Sequence[str]) -> tuple[str, int, int] | None:
+    """The node rank and node count that torchrun (``torchrun``, ``-m torch.distributed.run``)
+    or ``accelerate launch`` will use, read with the launcher's own parser; ``None`` for
+    another command, an elastic or c10d rendezvous, or arguments the launcher refuses."""
+    parsed = _parse(command)
+    if parsed is None:
+        return None
+    option, args = parsed
+    rank, nodes = (
+        (args.node_rank, args.nnodes)
+        if option.endswith("--node_rank")
+        else (args.machine_rank, args.num_machines)
+    )
+    if getattr(args, "rdzv_backend", "static") != "static" or getattr(args, "standalone", False):
+        return None
+    if not str(nodes).isdigit() or not str(rank).isdigit():  # "1:4": elastic
+        return None
+    return option, int(rank), int(nodes)
+
+
+def _parse(command: Sequence[str]) -> tuple[str, Any] | None:
+    """``command``'s arguments as its launcher's parser reads them (its errors silenced:
+    the launcher reports them itself)."""
+    name = os.path.basename(command[0]) if command else ""
+    launch = name == "accelerate" and list(command[1:2]) == ["launch"]
+    with contextlib.redirect_stderr(io.StringIO()), contextlib.suppress(SystemExit, ImportError):
+        if name in ("torchrun", "torch.distributed.run"):
+            from torch.distributed.run import get_args_parser  # noqa: PLC0415 - it will run
+
+            return "torchrun --node_rank", get_args_parser().parse_args(command[1:])
+        if launch or name == "accelerate.commands.launch":
+            from accelerate.commands.launch import launch_command_parser  # noqa: PLC0415
+
+            return "accelerate launch --machine_rank", launch_command_parser().parse_args(
+                command[1 + launch :]
+            )
+    return None
 
 
 DETECTOR = TorchElasticDetector()

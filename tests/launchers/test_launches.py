@@ -14,6 +14,7 @@ from tests.launchers.harness import (
     launch_files,
     node_lists,
     record_capture,
+    run,
     scontrol_hostnames,
     slurm_version,
 )
@@ -251,6 +252,44 @@ def test_torchrun_in_the_batch_step_of_a_two_node_job(
     check_findings("torchrun-in-batch-step", records)
     name = capture_name("torchrun-in-batch-step", slurm_cluster)
     record_capture(name, command, records, {"launcher": "torchrun+slurm"})
+
+
+# One torchrun agent per node, static rendezvous, wrapped by `clusterenv run`; the node rank
+# is expanded by whichever shell reads the line. (The loopback cluster's node names do not
+# resolve, so the main address is the nodes' one address.)
+MAIN_ADDRESS = "export MASTER_ADDR=127.0.0.1; "
+NODE_RANK_TORCHRUN = (
+    "{python} -m clusterenv run -m torch.distributed.run --nnodes=2 --nproc-per-node=1 "
+    "--node_rank=$SLURM_NODEID --master_addr=$MASTER_ADDR --master_port={port} {report} {out}"
+)
+
+
+@pytest.mark.slurm
+@pytest.mark.torchrun
+@pytest.mark.usefixtures("torchrun")
+def test_a_node_rank_expanded_in_the_job_script_stops_before_the_rendezvous(
+    tmp_path: Path, slurm_cluster: Cluster
+) -> None:
+    """Issue 39: `srun torchrun --node_rank=$SLURM_NODEID` in a job script gives every node
+    the batch step's 0, and the two agents wait for node 1 forever. clusterenv run stops
+    node 1's at once with the finding (srun -K then ends node 0's); expanded by each task,
+    the same launch trains with nothing said."""
+    once = (
+        f"sbatch --wait -o {{out}}/job.out -N2 --ntasks-per-node=1 --wrap '{MAIN_ADDRESS}srun -K "
+    )
+    result = run(once + NODE_RANK_TORCHRUN + "'", tmp_path, slurm=slurm_cluster)
+    log = (tmp_path / "records" / "job.out").read_text()
+    assert result.returncode != 0, log
+    assert "torchelastic.node-rank-mismatch: torchrun --node_rank=0 on node 1 of 2" in log, log
+    assert not list((tmp_path / "records").glob("*.json"))  # no worker started
+
+    each = f"{MAIN_ADDRESS}srun -N2 --ntasks-per-node=1 -K bash -c '{NODE_RANK_TORCHRUN}'"
+    result = run(each, tmp_path / "each", slurm=slurm_cluster)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "clusterenv:" not in result.stderr, result.stderr  # silent: a correct launch
+    records = [json.loads(p.read_text()) for p in (tmp_path / "each/records").glob("*.json")]
+    assert len(records) == 2
+    check_torchrun(records)
 
 
 @pytest.mark.mpi

@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from clusterenv import explain_environment
+from clusterenv.sources import command_findings
+from clusterenv.testing import slurm_env
 from tests.launchers.conftest import mpi_wheel, mpi_wheel_version, require_launcher
 from tests.launchers.harness import Cluster, capture_name, launch, record_capture
 from tests.truth import check_mpi, check_ranks, check_torchrun
@@ -81,6 +84,23 @@ def test_accelerate_launch(name: str, tmp_path: Path) -> None:
         check_torchrun(records)
     versions = {"launcher": "accelerate", "version": version("accelerate")}
     record_capture(name, ACCELERATE_LAUNCHES[name], records, versions)
+
+
+@pytest.mark.torchrun
+def test_accelerate_launch_machine_rank_is_read_with_its_own_parser() -> None:
+    """`accelerate launch --machine_rank $SLURM_NODEID` expanded once: node 1 of a Slurm
+    step told it is machine 0 (accelerate's own parser reads the command)."""
+    require_launcher("accelerate")
+    node_1 = explain_environment(slurm_env(2, 1, 1), gpu_probe=tuple).spec
+    launch = ["accelerate", "launch", "--multi_gpu", "--num_machines", "2", "--num_processes"]
+    launch += ["4", "--main_process_ip", "cn001", "--main_process_port", "29500"]
+    (error,) = command_findings(node_1, [*launch, "--machine_rank", "0", "train.py"])
+    assert "accelerate launch --machine_rank=0 on node 1 of 2" in error.message
+    module = ["accelerate.commands.launch", *launch[2:]]
+    assert command_findings(node_1, [*module, "--machine_rank", "0", "train.py"]) == [error]
+    assert not command_findings(node_1, [*launch, "--machine_rank", "1", "train.py"])
+    c10d = [*launch, "--rdzv_backend", "c10d", "--machine_rank", "0", "train.py"]
+    assert not command_findings(node_1, c10d)
 
 
 @pytest.mark.torchrun
