@@ -256,3 +256,14 @@ def test_torchrun_given_another_nodes_rank_stops_before_the_rendezvous() -> None
     assert not command_findings(spec_of(task), [*right, "--node_rank=0"])
     assert not command_findings(spec_of(task), ["train.py", "--node_rank=0"])
     assert not command_findings(spec_of(task), ["torchrun", "--no-such-option"])
+
+
+def test_a_main_address_on_another_node_of_the_job_stops_rank_0() -> None:
+    """MASTER_ADDR=$(scontrol show hostnames | head -n1) where task 0 runs elsewhere (the
+    first line of SLURM_HOSTFILE): only rank 0 knows, from its own node's name."""
+    rank_0 = slurm_env(2, 1, 0) | {"SLURMD_NODENAME": "cn002", "MASTER_ADDR": "cn001"}
+    assert found(rank_0)["slurm.main-address-not-rank-0"] == "error"
+    assert "slurm.main-address-not-rank-0" not in found(rank_0 | {"MASTER_ADDR": "cn002.local"})
+    assert "slurm.main-address-not-rank-0" not in found(rank_0 | {"MASTER_ADDR": "10.0.0.2"})
+    rank_1 = slurm_env(2, 1, 1) | {"MASTER_ADDR": "cn002"}
+    assert "slurm.main-address-not-rank-0" not in found(rank_1)

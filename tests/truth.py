@@ -310,6 +310,8 @@ WARNED: dict[str, set[str]] = {
     "torchrun-in-batch-step": {"slurm.launcher-in-batch-step"},
     # Two tasks on one GPU; the second also indexes GPU 1, which it cannot see.
     "gpus-shared": {"slurm.gpus-shared", "gpus-per-task"},
+    # MASTER_ADDR is the node list's first host; task 0 is on the hostfile's first line
+    "main-address-not-rank-0": {"slurm.main-address-not-rank-0"},
 }
 #: The notes a recorded launch must get (on at least one task), by capture name.
 NOTED: dict[str, set[str]] = {

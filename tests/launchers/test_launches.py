@@ -32,6 +32,9 @@ SLURM_LAUNCHES = {
     # Tasks follow the hostfile's lines: task 0 on cn002, the second node of the sorted list.
     "srun-arbitrary-hostfile": "printf 'cn002\\ncn001\\ncn001\\n' > {out}/hosts.txt && "
     "SLURM_HOSTFILE={out}/hosts.txt srun -n3 --distribution=arbitrary {task}",
+    # The job script took the node list's first host; the hostfile put task 0 on cn002.
+    "main-address-not-rank-0": "printf 'cn002\\ncn001\\n' > {out}/hosts.txt && MASTER_ADDR=cn001 "
+    "SLURM_HOSTFILE={out}/hosts.txt srun -n2 --distribution=arbitrary {task}",
     "sbatch-batch-step": f"{SBATCH} -N2 --ntasks-per-node=2 --wrap '{{task}}'",
     "sbatch-srun": f"{SBATCH} -N2 --ntasks-per-node=2 --wrap 'srun {{task}}'",
     "sbatch-batch-step-typed-gpus": f"{SBATCH} -N2 --gpus-per-node=a100:2 --wrap '{{task}}'",

@@ -116,7 +116,31 @@ def slurm_findings(
         "info",
     )
     found += _cpus_and_steps(slurm, spec, env, present) + _outside_grant(spec, env)
-    return found + _submit_host(spec, env)
+    return found + _submit_host(spec, env) + _not_rank_zero(spec, env)
+
+
+def _not_rank_zero(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
+    """Rank 0 on one node of the job while ``MASTER_ADDR`` names another (the node list's
+    first, where ``--distribution=arbitrary`` put task 0 on SLURM_HOSTFILE's first line):
+    every rank looks for rank 0 where nobody listens. Only rank 0 can tell."""
+    named, here = env.get("MASTER_ADDR", "").strip(), env.get("SLURMD_NODENAME", "").strip()
+    if spec.global_rank != 0 or spec.role is not Role.RANK or not named or not here:
+        return []
+    nodes = {_short(host) for host in spec.hostnames}
+    if _short(named) == _short(here) or _short(named) not in nodes or spec.world_size < 2:
+        return []
+    return [
+        Finding(
+            id="slurm.main-address-not-rank-0",
+            message=f"MASTER_ADDR={shorten(named)!r} is a node of the job, but rank 0 runs "
+            f"on {shorten(here)} (SLURMD_NODENAME): the ranks look for rank 0 on "
+            f"{shorten(named)}, where nobody listens",
+            fix="unset MASTER_ADDR (clusterenv derives rank 0's node, SLURM_HOSTFILE's first "
+            "line under --distribution=arbitrary), or set it to the node of task 0, not the "
+            "first of the node list",
+            level="error",
+        )
+    ]
 
 
 def _submit_host(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
