@@ -33,6 +33,7 @@ __all__ = [
     "NETWORK_PREFIXES",
     "Machine",
     "collect_machine",
+    "interfaces",
     "machine_findings",
     "network_variables",
 ]
@@ -138,6 +139,11 @@ def _launcher_versions(env: Mapping[str, str]) -> dict[str, str]:
     return versions
 
 
+def interfaces() -> list[str]:
+    """This node's network interfaces, by name."""
+    return sorted(name for _, name in socket.if_nameindex())
+
+
 def collect_machine(gpu_probe: GpuProbe, env: Mapping[str, str]) -> Machine:
     """This machine, this process: host, OS, Python, packages, GPUs, CPUs, and the versions
     of the schedulers and launchers ``env`` comes from."""
@@ -156,7 +162,7 @@ def collect_machine(gpu_probe: GpuProbe, env: Mapping[str, str]) -> Machine:
         affinity=len(mask) if mask else probe_cpus(),  # one affinity query, not two
         affinity_list=_ranges(mask) or None,
         launchers=_launcher_versions(env),
-        interfaces=sorted(name for _, name in socket.if_nameindex()),
+        interfaces=interfaces(),
         container=container_runtime(env),
         spawned_by=spawned_by(env),
         nccl_plugin=nccl_plugin(env),

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -25,7 +24,7 @@ from clusterenv._container import container_runtime
 from clusterenv._detect import detect_environment
 from clusterenv._diagnose import diagnose
 from clusterenv._finding import Finding
-from clusterenv._machine import INTERFACE_VARIABLES, Machine, machine_findings
+from clusterenv._machine import INTERFACE_VARIABLES, Machine, interfaces, machine_findings
 from clusterenv._nccl import SLINGSHOT, nccl_plugin, wants_network_facts
 from clusterenv._probe._network import is_address, is_loopback, lookup
 from clusterenv._safe import escape, redact_text
@@ -117,10 +116,10 @@ def node_findings(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
     Slingshot) whether NCCL finds its network plugin."""
     named = any(name in env for name in INTERFACE_VARIABLES)
     nccl = wants_network_facts(spec)  # NCCL between nodes: over Slingshot, with its plugin?
-    interfaces = sorted(name for _, name in socket.if_nameindex()) if named or nccl else None
-    slingshot = nccl and any(name.startswith(SLINGSHOT) for name in interfaces or ())
+    names = interfaces() if named or nccl else None
+    slingshot = nccl and any(name.startswith(SLINGSHOT) for name in names or ())
     machine = Machine(
-        interfaces=interfaces,
+        interfaces=names,
         nccl_plugin=nccl_plugin(env) if slingshot else None,
         container=container_runtime(env),
         resolved=resolve_main(spec),
