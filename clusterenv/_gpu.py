@@ -257,7 +257,8 @@ def gpu_findings(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
                 "sees (clusterenv.torch.device())",
             )
         )
-    return found + _not_from_zero(spec, env)
+    per_task = any(finding.id == "gpus-per-task" for finding in found)  # says it already
+    return found if per_task else found + _not_from_zero(spec, env)
 
 
 def _not_from_zero(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:

@@ -148,6 +148,7 @@ MOCKS: dict[str, Mock] = {
     "gpus-per-node": slurm(nodes=2, tasks_per_node=2, gpus_per_node=2),
     "gpus-per-node-typed": slurm(nodes=2, tasks_per_node=2, gpus_per_node=2, gpu_type="a100"),
     "gpus-per-task": slurm(nodes=2, tasks_per_node=2, gpus_per_task=1),
+    "gpus-shared": slurm(nodes=1, tasks_per_node=2, gpus_per_node=1),
     "gres-gpu": slurm(nodes=2, tasks_per_node=2, gpus_per_node=2),
     "job-name-bash": slurm(nodes=2, tasks_per_node=2),
     "salloc-shell": slurm(nodes=2, step="salloc"),
@@ -218,6 +219,8 @@ NOT_MODELLED |= {"pbs-mpich", "pbs-openmpi"}  # an MPI launcher's ranks inside a
 # A GPU map per task, a job script's own CUDA_VISIBLE_DEVICES, and containers under srun
 NOT_MODELLED |= {"gpu-bind-map", "gpus-outside-grant", "srun-podman", "srun-podman-env-host"}
 NOT_MODELLED |= {"main-address-submit-host"}  # a MASTER_ADDR exported by hand
+# A hostfile's task 0 with the node list's first host as MASTER_ADDR; GPU 0 held by another job
+NOT_MODELLED |= {"main-address-not-rank-0", "gpus-not-from-zero"}
 NOT_MODELLED |= {"cpus-not-inherited", "srun-cpus-per-task"}  # the emulated hosts' binding
 NOT_MODELLED |= {"flux-manual"}  # a taskmap given by hand: flux_env models block and cyclic
 # Flux started by srun: its tasks also carry SLURMD_NODENAME (that of rank 0's broker)
