@@ -236,7 +236,9 @@ def test_more_tasks_than_the_nodes_gpus_share_them() -> None:
     )
 
 
-def test_torchrun_given_another_nodes_rank_stops_before_the_rendezvous() -> None:
+def test_torchrun_given_another_nodes_rank_stops_before_the_rendezvous(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """`srun torchrun --node_rank=$SLURM_NODEID` in double quotes: the job script expands it
     once, to 0, so node 1's agent claims node 0 too and both wait for node 1 forever."""
     task = slurm_env(2, 1, 1) | {"CLUSTERENV_PREFLIGHT": "launch"}  # node 1 of 2
@@ -256,6 +258,8 @@ def test_torchrun_given_another_nodes_rank_stops_before_the_rendezvous() -> None
     assert not command_findings(spec_of(task), [*right, "--node_rank=0"])
     assert not command_findings(spec_of(task), ["train.py", "--node_rank=0"])
     assert not command_findings(spec_of(task), ["torchrun", "--no-such-option"])
+    assert not command_findings(spec_of(task), ["torchrun", "--help"])
+    assert capsys.readouterr() == ("", "")  # torchrun prints its own help and errors
 
 
 def test_a_main_address_on_another_node_of_the_job_stops_rank_0() -> None:

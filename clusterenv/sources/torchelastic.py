@@ -123,11 +123,12 @@ def _node_rank_option(command: Sequence[str]) -> tuple[str, int, int] | None:
 
 
 def _parse(command: Sequence[str]) -> tuple[str, Any] | None:
-    """``command``'s arguments as its launcher's parser reads them (its errors silenced:
-    the launcher reports them itself)."""
+    """``command``'s arguments as its launcher's parser reads them (its output silenced, as
+    for ``--help``: the launcher prints it itself)."""
     name = os.path.basename(command[0]) if command else ""
     launch = name == "accelerate" and list(command[1:2]) == ["launch"]
-    with contextlib.redirect_stderr(io.StringIO()), contextlib.suppress(SystemExit, ImportError):
+    quiet = contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO())
+    with quiet[0], quiet[1], contextlib.suppress(SystemExit, ImportError):
         if name in ("torchrun", "torch.distributed.run"):
             from torch.distributed.run import get_args_parser  # noqa: PLC0415 - it will run
 
