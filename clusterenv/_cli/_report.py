@@ -105,8 +105,9 @@ def inspect_report(
 
 def live_report(env: Mapping[str, str], lightning: str | None = None) -> InspectReport:
     """The report for this process, on this machine, with what only this machine can tell
-    (where the main address resolves)."""
-    return _build(env, {}, machine_here(env), "process", lightning=lightning, ask=ask_command)
+    (where the main address resolves: looked up once detection has named it)."""
+    machine = collect_machine(probe_gpus, env)
+    return _build(env, {}, machine, "process", lightning=lightning, ask=ask_command)
 
 
 def machine_here(env: Mapping[str, str]) -> Machine:
@@ -145,6 +146,8 @@ def _build(
         ask=ask,
     )
     spec = detection.spec
+    if origin == "process":  # a replay shows where it resolved when recorded
+        machine = machine.model_copy(update={"resolved": resolve_main(spec)})
     warnings = [
         *diagnose(spec, env),
         *machine_findings(spec, env, machine),
