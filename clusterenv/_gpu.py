@@ -272,13 +272,16 @@ def _not_from_zero(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
         return []
     if min(len(i) for i in ids) > 4 or min(int(i) for i in ids) == 0:
         return []
-    shown = ", ".join(ids[:2])
+    gpus = (
+        f"GPUs {ids[0]}, {ids[1]}{', ...' if len(ids) > 2 else ''}" if ids[1:] else f"GPU {ids[0]}"
+    )
+    numbers = f"0..{len(ids) - 1}" if ids[1:] else "0"
     return [
         Finding(
             id="gpus-not-from-zero",
-            message=f"{name}={shorten(env[name])!r}: this task has GPUs {shorten(shown)}"
-            f"{', ...' if len(ids) > 2 else ''} of its node, which CUDA, ROCm, PyTorch and "
-            f"JAX number 0..{len(ids) - 1}: code that passes the ids as device indices "
+            message=f"{name}={shorten(env[name])!r}: this task has {gpus} of its node, which "
+            f"CUDA, ROCm, PyTorch and JAX number {numbers}: code that passes the ids as device "
+            "indices "
             f"(torch.device('cuda:{ids[0]}'), jax.distributed.initialize(local_device_ids="
             f"[{ids[0]}])) fails with 'invalid device ordinal'",
             fix="index the visible GPUs from 0, never by the ids in the variable "

@@ -392,8 +392,12 @@ def test_a_slot_line_is_a_host_name_alone(tmp_path: Path) -> None:
         {b"GLOO_SOCKET_IFNAME": "ethé".encode(), b"PYTHONIOENCODING": b"ascii"},
         {b"NCCL_SOCKET_IFNAME": "ethé".encode(), b"LC_ALL": b"C", b"PYTHONUTF8": b"0"},
         {b"SLURM_JOB_ID": b"1", b"SLURM_JOB_NUM_NODES": b"1", b"SLURM_NODELIST": b"n\xff1"},
+        # rank 0's own node name in slurm.main-address-not-rank-0, GPU ids in a note
+        {k.encode(): v.encode() for k, v in slurm_env(2, 1, 0, gpus_per_node=1).items()}
+        | {b"SLURMD_NODENAME": "cné2".encode(), b"MASTER_ADDR": b"cn002"}
+        | {b"CUDA_VISIBLE_DEVICES": b"3", b"PYTHONIOENCODING": b"ascii"},
     ],
-    ids=["non-utf8-byte", "ascii-stdout", "c-locale", "non-utf8-host-name"],
+    ids=["non-utf8-byte", "ascii-stdout", "c-locale", "non-utf8-host-name", "finding-values"],
 )
 def test_no_value_locale_or_stream_breaks_the_report(
     extra: dict[bytes, bytes], form: list[str]
@@ -407,6 +411,9 @@ def test_no_value_locale_or_stream_breaks_the_report(
     )
     assert b"internal error" not in result.stderr, result.stderr
     assert result.returncode in (0, 2), result.stderr  # 2: a clear error about the value
+    if b"SLURMD_NODENAME" in extra:  # the findings that show those values did run
+        assert b"main-address-not-rank-0" in result.stdout
+        assert b"gpus-not-from-zero" in result.stdout
 
 
 def test_an_error_into_a_full_stderr_still_exits_2() -> None:
