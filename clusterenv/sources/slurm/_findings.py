@@ -82,8 +82,10 @@ def slurm_findings(
         "double launch)",
         "srun --ntasks-per-node=1",
     )
+    # Under a launcher (torchrun) its agent bound the port before this rank started: a
+    # collision would already have failed, loudly.
     warn(
-        spec.master_port in _COMMON_PORTS and "MASTER_PORT" in env,
+        ours and spec.master_port in _COMMON_PORTS and "MASTER_PORT" in env,
         "common-port",
         f"MASTER_PORT={shorten(env.get('MASTER_PORT', ''))!r} is a common default; two jobs "
         "on one node will collide",
