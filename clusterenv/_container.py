@@ -8,6 +8,7 @@ rank of an srun step then reads as a local run of its own, rank 0 of 1, without 
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Mapping
 
@@ -25,8 +26,15 @@ _MARKERS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
 )
 
 
+@functools.cache
+def _in_root(path: str) -> bool:
+    """Whether the container's marker ``path`` exists: looked at once per process (the
+    pre-flight check runs in every adapter; a container's root does not change under it)."""
+    return os.path.exists(path)
+
+
 def container_runtime(
-    env: Mapping[str, str], exists: Callable[[str], bool] = os.path.exists
+    env: Mapping[str, str], exists: Callable[[str], bool] = _in_root
 ) -> str | None:
     """The runtime this process runs in, or ``None``; ``container=<name>`` (set by podman
     and systemd's container convention) where no runtime-specific marker is there."""

@@ -5,6 +5,7 @@ rendezvous of its own may listen. Used by ``clusterenv env``, :mod:`clusterenv.t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from clusterenv._detect import launch_facts
@@ -14,6 +15,8 @@ from clusterenv._spec import Accelerator, ResourceSpec, Role
 from clusterenv.exceptions import ClusterEnvError, InconsistentEnvironmentError
 
 __all__ = [
+    "DEFAULT_TIMEOUT",
+    "MAX_TIMEOUT",
     "device_indices",
     "endpoint",
     "env_variables",
@@ -21,6 +24,7 @@ __all__ = [
     "listen_port",
     "processes",
     "torchrun_arguments",
+    "valid_timeout",
 ]
 
 
@@ -41,6 +45,20 @@ def listen_port(spec: ResourceSpec) -> int:
     if not launch_facts(spec).holds_main_port:
         return spec.master_port
     return spec.master_port + 1 if spec.master_port < 65535 else spec.master_port - 1
+
+
+#: How long a rendezvous of clusterenv's own (the probe) waits by default, and at most: a
+#: day (beyond it no launch waits, and socket timeouts overflow).
+DEFAULT_TIMEOUT = 30.0
+MAX_TIMEOUT = 86400.0
+
+
+def valid_timeout(timeout: object) -> bool:
+    """A finite number of seconds above 0 and at most ``MAX_TIMEOUT`` (``nan`` would never
+    end; ``1e300`` overflows the sockets' timeouts)."""
+    return (
+        isinstance(timeout, int | float) and math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT
+    )
 
 
 def _one_process(spec: ResourceSpec) -> bool:

@@ -82,12 +82,22 @@ class Machine(BaseModel):
 
 
 def _versions() -> dict[str, str]:
+    """The ``Version:`` header of each installed package's METADATA, read directly:
+    ``metadata.version`` parses the whole file with the email parser: 15 ms, 40% of what
+    `inspect` adds to detection."""
     versions = {}
     for name in PACKAGES:
         try:
-            versions[name] = metadata.version(name)
+            found = metadata.distribution(name)  # PKG-INFO: an egg-info's
+            text = found.read_text("METADATA") or found.read_text("PKG-INFO") or ""
         except metadata.PackageNotFoundError:
             continue
+        for line in text.splitlines():
+            if line.startswith("Version:"):
+                versions[name] = line.removeprefix("Version:").strip()
+                break
+            if not line:  # the end of the headers
+                break
     return versions
 
 

@@ -25,8 +25,8 @@ from clusterenv._detect import detect_environment
 from clusterenv._diagnose import diagnose
 from clusterenv._finding import Finding
 from clusterenv._machine import INTERFACE_VARIABLES, Machine, interfaces, machine_findings
+from clusterenv._names import is_address, is_loopback, lookup
 from clusterenv._nccl import SLINGSHOT, nccl_plugin, wants_network_facts
-from clusterenv._probe._network import is_address, is_loopback, lookup
 from clusterenv._safe import escape, redact_text
 from clusterenv._spawned import spawned_by
 from clusterenv._spec import ResourceSpec, Role

@@ -3,8 +3,10 @@ when read back on another machine, never cut, with a stable JSON schema."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,7 @@ import pytest
 from clusterenv import GpuInventory, GpuVendor
 from clusterenv._cli import main
 from clusterenv._cli._report import InspectReport, live_report
-from clusterenv._machine import Machine, collect_machine
+from clusterenv._machine import PACKAGES, Machine, collect_machine
 from clusterenv.testing import slurm_env, torchrun_env
 
 SCHEMA = Path(__file__).parents[1] / "docs" / "schema" / "inspect-v1.json"
@@ -166,6 +168,16 @@ def test_a_workstation_is_not_told_to_use_srun(
     error = capsys.readouterr().err
     assert "torchrun" in error
     assert "srun" not in error
+
+
+def test_the_machine_names_the_packages_versions_as_importlib_does() -> None:
+    """Read from the METADATA header alone (an egg-info's PKG-INFO too), the same answer."""
+    found = {}
+    for name in PACKAGES:
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            found[name] = metadata.version(name)
+    assert collect_machine(GpuInventory, {}).packages == found
+    assert "pydantic" in found
 
 
 def test_the_machine_names_the_launchers_versions(

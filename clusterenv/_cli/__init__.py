@@ -10,11 +10,9 @@ import argparse
 import io
 import json
 import os
-import signal
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import Any
 
 from clusterenv._ask import Asker, ask_command, recorded
 from clusterenv._cli._env import env_text
@@ -57,7 +55,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors="backslashreplace")
     args = _parse(argv)
-    previous = _sigterm_interrupts() if args.command == "probe" else None
     try:
         code = _main(args)
         if sys.stdout is not None:  # None: started with stdout closed
@@ -77,22 +74,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except Exception as error:
         return internal_error(error, args.debug)
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-
-
-def _sigterm_interrupts() -> Any:
-    """A launcher's SIGTERM (srun, torchrun stopping a rank) ends the probe like Ctrl-C; the
-    previous handler, to restore (``None`` off the main thread, where none can be set)."""
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    try:
-        return signal.signal(signal.SIGTERM, interrupt)
-    except ValueError:
-        return None
 
 
 def _main(args: argparse.Namespace) -> int:

@@ -11,8 +11,8 @@ from typing import NoReturn
 from clusterenv import __version__
 from clusterenv._cli._env import FORMATS
 from clusterenv._cli._probe import timeout_option
+from clusterenv._frameworks import DEFAULT_TIMEOUT
 from clusterenv._preflight import STRICT
-from clusterenv._probe import DEFAULT_TIMEOUT
 from clusterenv._safe import escape
 from clusterenv._spec import Source
 

@@ -5,16 +5,21 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import signal
+from typing import TYPE_CHECKING, Any
 
 from clusterenv._cli._report import redact_json
-from clusterenv._probe import MAX_TIMEOUT, ProbeError, ProbeReport, probe, valid_timeout
+from clusterenv._frameworks import MAX_TIMEOUT, valid_timeout
 from clusterenv._safe import escape, redact_text
+
+if TYPE_CHECKING:
+    from clusterenv._probe import ProbeReport
 
 __all__ = ["probe_command", "timeout_option"]
 
 
 def timeout_option(text: str) -> float:
-    """``--timeout``: what :func:`~clusterenv._probe.valid_timeout` accepts."""
+    """``--timeout``: what :func:`~clusterenv._frameworks.valid_timeout` accepts."""
     try:
         value = float(text)
     except ValueError:
@@ -28,18 +33,38 @@ def timeout_option(text: str) -> float:
 
 
 def probe_command(timeout: float, backend: str | None, every_row: bool, as_json: bool) -> int:
+    # Imported here: every other command (inspect above all) starts without the probe.
+    from clusterenv._probe import ProbeError, probe  # noqa: PLC0415
+
+    previous = _sigterm_interrupts()
     try:
         result = probe(timeout=timeout, backend=backend)
     except ProbeError as error:
         if error.report is not None:  # rank 0: the table first, then the verdict
             _show(error.report, every_row, as_json)
         raise
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     if result.rows:
         _show(result, every_row, as_json)
         if backend and not as_json:
             spec = result.spec
             print(f"{backend}: init_process_group and all_reduce over {spec.world_size} ranks OK")
     return 0
+
+
+def _sigterm_interrupts() -> Any:
+    """A launcher's SIGTERM (srun, torchrun stopping a rank) ends the probe like Ctrl-C; the
+    previous handler, to restore (``None`` off the main thread, where none can be set)."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        return signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:
+        return None
 
 
 def _show(result: ProbeReport, every_row: bool, as_json: bool) -> None:

@@ -22,7 +22,6 @@ so rank 0 can report the duplicate (the typical double launch) instead of a bare
 from __future__ import annotations
 
 import errno
-import math
 import os
 import socket
 import time
@@ -31,20 +30,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from clusterenv._detect import explain_environment
-from clusterenv._frameworks import launcher_for
+from clusterenv._frameworks import DEFAULT_TIMEOUT, MAX_TIMEOUT, launcher_for, valid_timeout
 from clusterenv._frameworks import listen_port as probe_port
+from clusterenv._names import is_loopback, loopback
 from clusterenv._probe._backend import check_backend
 from clusterenv._probe._checks import check
 from clusterenv._probe._client import ask
-from clusterenv._probe._network import (
-    Route,
-    is_loopback,
-    listen,
-    loopback,
-    own_addresses,
-    resolve,
-    route,
-)
+from clusterenv._probe._network import Route, listen, own_addresses, resolve, route
 from clusterenv._probe._protocol import Hello, Said, hello_proof, launch_key, new_nonce, said
 from clusterenv._probe._report import ProbeError, ProbeReport, probe_address
 from clusterenv._probe._server import Rendezvous, serve
@@ -61,21 +53,10 @@ __all__ = [
     "valid_timeout",
 ]
 
-DEFAULT_TIMEOUT = 30.0
 #: Where torch.distributed's backends are told which interface to use.
 _INTERFACE_VARIABLES = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
-#: The longest probe: a day. Beyond it no launch waits, and socket timeouts overflow.
-MAX_TIMEOUT = 86400.0
 #: The most ranks one probe takes: rank 0 keeps a small record per rank.
 MAX_RANKS = 1_000_000
-
-
-def valid_timeout(timeout: object) -> bool:
-    """A finite number of seconds above 0 and at most ``MAX_TIMEOUT`` (``nan`` would never
-    end; ``1e300`` overflows the sockets' timeouts)."""
-    return (
-        isinstance(timeout, int | float) and math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT
-    )
 
 
 def probe(

@@ -34,6 +34,7 @@ DETECTORS: tuple[Detector, ...] = tuple(
 )
 
 
+_BY_SOURCE = dict(zip(Source, DETECTORS, strict=True))
 _PREFIXES = tuple(v for d in DETECTORS for v in d.variables if v.endswith("_"))
 _NAMES = frozenset(v for d in DETECTORS for v in d.variables if not v.endswith("_"))
 _SHARING = tuple(d for d in DETECTORS if d.shared_variables)
@@ -50,7 +51,7 @@ def read_by_a_source(name: str, env: Mapping[str, str]) -> bool:
 
 def detector_for(source: Source) -> Detector:
     """The detector of ``source``."""
-    return DETECTORS[list(Source).index(source)]
+    return _BY_SOURCE[source]
 
 
 def present(env: Mapping[str, str]) -> list[Detector]:
@@ -59,7 +60,14 @@ def present(env: Mapping[str, str]) -> list[Detector]:
     launcher's MPI plugins set (PMI, PALS) are the scheduler's, not another launcher's; a
     rank that a launcher started inside a platform's node process, or in a batch job's
     script, is the launcher's."""
-    found = [detector for detector in DETECTORS if detector.present(env)]
+    return _arbitrated(_having(env), env)
+
+
+def _having(env: Mapping[str, str]) -> list[Detector]:
+    return [detector for detector in DETECTORS if detector.present(env)]
+
+
+def _arbitrated(found: list[Detector], env: Mapping[str, str]) -> list[Detector]:
     if any(detector.runs_task(env) for detector in found):
         found = [detector for detector in found if not detector.borrowable(env)]
     if any(detector.starts_ranks(env) for detector in found):
@@ -71,9 +79,10 @@ def findings(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
     """What the sources know breaks ``spec``'s job: the detected source's findings, then
     those of every other source whose variables ``env`` has (a scheduler around a launcher,
     a batch step a launcher runs in)."""
-    around = present(env)
+    found = _having(env)
+    around = _arbitrated(found, env)
     detector = detector_for(spec.source)
-    hooks = [detector, *(d for d in DETECTORS if d is not detector and d.present(env))]
+    hooks = [detector, *(d for d in found if d is not detector)]
     return [finding for hook in hooks for finding in hook.diagnose(spec, env, around)]
 
 

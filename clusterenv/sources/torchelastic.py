@@ -122,23 +122,29 @@ def _node_rank_option(command: Sequence[str]) -> tuple[str, int, int] | None:
     return option, int(rank), int(nodes)
 
 
+#: torchrun as a command or as ``python -m``'s module; accelerate launch's module.
+_TORCHRUN = ("torchrun", "torch.distributed.run")
+_ACCELERATE = "accelerate.commands.launch"
+
+
 def _parse(command: Sequence[str]) -> tuple[str, Any] | None:
     """``command``'s arguments as its launcher's parser reads them (its output silenced, as
     for ``--help``: the launcher prints it itself)."""
     name = os.path.basename(command[0]) if command else ""
     launch = name == "accelerate" and list(command[1:2]) == ["launch"]
+    if not launch and name not in (*_TORCHRUN, _ACCELERATE):
+        return None  # not a launcher: no parser to build
     quiet = contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO())
     with quiet[0], quiet[1], contextlib.suppress(SystemExit, ImportError):
-        if name in ("torchrun", "torch.distributed.run"):
+        if name in _TORCHRUN:
             from torch.distributed.run import get_args_parser  # noqa: PLC0415 - it will run
 
             return "torchrun --node_rank", get_args_parser().parse_args(command[1:])
-        if launch or name == "accelerate.commands.launch":
-            from accelerate.commands.launch import launch_command_parser  # noqa: PLC0415
+        from accelerate.commands.launch import launch_command_parser  # noqa: PLC0415
 
-            return "accelerate launch --machine_rank", launch_command_parser().parse_args(
-                command[1 + launch :]
-            )
+        return "accelerate launch --machine_rank", launch_command_parser().parse_args(
+            command[1 + launch :]
+        )
     return None
 
 

@@ -53,6 +53,7 @@ def slurm_findings(
         "XLA_PYTHON_CLIENT_PREALLOCATE=false",
     )
     placed = _layout(env)
+    uneven = _uneven(placed)
     warn(
         any(name in env for name in NTASKS)
         and "SLURM_NTASKS_PER_NODE" not in env
@@ -62,11 +63,11 @@ def slurm_findings(
         "node"
         + (
             ", not the same number on every node"
-            if _uneven(placed)
+            if uneven
             else "; where Lightning detects Slurm itself, it refuses the job"
         ),
         "use --ntasks-per-node",
-        "warning" if _uneven(placed) else "info",
+        "warning" if uneven else "info",
     )
     step_tasks = env.get("SLURM_STEP_TASKS_PER_NODE", "")
     inner = next((d for d in present if d.source is spec.source), None)
