@@ -38,20 +38,21 @@ def probe_command(timeout: float, backend: str | None, every_row: bool, as_json:
 
     previous = _sigterm_interrupts()
     try:
-        result = probe(timeout=timeout, backend=backend)
-    except ProbeError as error:
-        if error.report is not None:  # rank 0: the table first, then the verdict
-            _show(error.report, every_row, as_json)
-        raise
+        try:
+            result = probe(timeout=timeout, backend=backend)
+        except ProbeError as error:
+            if error.report is not None:  # rank 0: the table first, then the verdict
+                _show(error.report, every_row, as_json)
+            raise
+        if result.rows:
+            _show(result, every_row, as_json)
+            if backend and not as_json:
+                ranks = result.spec.world_size
+                print(f"{backend}: init_process_group and all_reduce over {ranks} ranks OK")
+        return 0
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-    if result.rows:
-        _show(result, every_row, as_json)
-        if backend and not as_json:
-            spec = result.spec
-            print(f"{backend}: init_process_group and all_reduce over {spec.world_size} ranks OK")
-    return 0
 
 
 def _sigterm_interrupts() -> Any:

@@ -43,14 +43,11 @@ from clusterenv._probe._server import Rendezvous, serve
 from clusterenv._spec import ResourceSpec, Role
 
 __all__ = [
-    "DEFAULT_TIMEOUT",
     "MAX_RANKS",
-    "MAX_TIMEOUT",
     "ProbeError",
     "ProbeReport",
     "probe",
     "probe_port",
-    "valid_timeout",
 ]
 
 #: Where torch.distributed's backends are told which interface to use.

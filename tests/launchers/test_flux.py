@@ -26,7 +26,8 @@ SCRIPT = "CE_TRUTH_NODES=$(flux resource list -s all -no {{nnodes}}) exec {task}
 BODY = f"bash -c '{SCRIPT}'"
 #: Flux fails a job 30 s after its first task exits (exit-timeout); on a busy two-core
 #: machine the last of eight tasks can still be starting Python then.
-RUN = "flux run -o exit-timeout=none"
+NO_EXIT_TIMEOUT = "-o exit-timeout=none"
+RUN = f"flux run {NO_EXIT_TIMEOUT}"
 #: The four brokers share this machine: rank 0 is on 127.0.0.1 wherever Flux puts it.
 MAIN = "--env=MASTER_ADDR=127.0.0.1"
 LAUNCHES = {
@@ -39,7 +40,7 @@ LAUNCHES = {
     "flux-manual": f"{RUN} -N2 -n4 --taskmap='manual:[[0,1,1,1],[1,1,2,1],[0,1,1,1]]' "
     f"{MAIN} {TASK}",
     "flux-4-nodes": f"{RUN} -N4 -n8 {MAIN} {TASK}",
-    "flux-submit": f"flux job attach $(flux submit -o exit-timeout=none -N2 -n4 {MAIN} {TASK})",
+    "flux-submit": f"flux job attach $(flux submit {NO_EXIT_TIMEOUT} -N2 -n4 {MAIN} {TASK})",
     "flux-pmi2": f"{RUN} -N2 -n4 -o pmi=pmi2 {MAIN} {TASK}",
     "flux-batch": f"printf '%s\\n' '#!/bin/bash' '{SCRIPT}' >job.sh && "
     "flux job attach $(flux batch -N2 job.sh)",
