@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["Finding", "Level"]
+__all__ = ["ENGINE_IDS", "Finding", "Level"]
 
 #: ``info``: what the process is, or a fact worth knowing, on a correct launch too;
 #: ``warning``: what will break or slow the job; ``error``: a hang or failure is certain
@@ -32,3 +32,29 @@ class Finding(BaseModel):
 
     def __str__(self) -> str:
         return f"{self.message}. Fix: {self.fix}"
+
+
+#: The ids of the findings that are true of every source (the engine's, the node's, the
+#: adapters'); each source lists its own as ``Detector.finding_ids``. `CLUSTERENV_IGNORE`
+#: accepts these, and a test checks the package writes no other.
+ENGINE_IDS = (
+    "batch-step",
+    "container-without-job",
+    "gpus-double-mask",
+    "gpus-hidden",
+    "gpus-not-from-zero",
+    "gpus-per-task",
+    "gpus-several-mig",
+    "interface-missing",
+    "lightning",
+    "loopback-main-address",
+    "main-address-empty",
+    "main-address-lookup-slow",
+    "main-address-unresolved",
+    "nccl-ofi-missing",
+    "node-process",
+    "omp-oversubscribed",
+    "spawned-child",
+    "submit-shell",
+    "uneven-slots",
+)

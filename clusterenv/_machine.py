@@ -74,6 +74,9 @@ class Machine(BaseModel):
     #: Names looked up here: the main address of a multi-node job -> its addresses (``[]``:
     #: it does not resolve on this machine).
     resolved: dict[str, list[str]] = {}
+    #: Names the name service gave no certain answer for (it timed out, or said "try
+    #: again" until the budget was spent): the name -> what it said. Not proof of anything.
+    unanswered: dict[str, str] = {}
     #: The process that started this one with Python's multiprocessing, where this one has
     #: its launcher variables unchanged (``None``: none, or not recorded).
     spawned_by: int | None = None

@@ -4,11 +4,22 @@ not import the probe: `inspect` and every adapter run the check)."""
 from __future__ import annotations
 
 import ipaddress
+import random
 import socket
 import threading
 import time
+from collections.abc import Callable
 
-__all__ = ["Address", "is_address", "is_loopback", "lookup", "loopback"]
+__all__ = [
+    "Address",
+    "is_address",
+    "is_definitive",
+    "is_loopback",
+    "is_own",
+    "lookup",
+    "lookup_patiently",
+    "loopback",
+]
 
 #: One address of the main address, as ``getaddrinfo`` gives it: family and socket address.
 Address = tuple[socket.AddressFamily, tuple[str, int]]
@@ -36,6 +47,59 @@ def lookup(host: str, port: int, deadline: float) -> list[Address]:
     if not found:
         raise TimeoutError("the name service did not answer in time")
     return found
+
+
+#: ``getaddrinfo``'s definitive answers: the name does not exist (NXDOMAIN, or no such entry
+#: in /etc/hosts), or it exists without an address. ``EAI_AGAIN`` (try again, the resolver's
+#: own timeout included) and ``EAI_FAIL`` (a server failure) say nothing about the name.
+_DEFINITIVE = frozenset(
+    code for code in (getattr(socket, "EAI_NONAME", None), getattr(socket, "EAI_NODATA", None))
+    if code is not None
+)  # fmt: skip
+#: The longest pause before asking again after a temporary failure.
+_MAX_PAUSE = 0.5
+
+
+def is_definitive(error: socket.gaierror) -> bool:
+    """Whether ``error`` proves that the name has no address (not that the name service
+    was slow or failed)."""
+    return error.errno in _DEFINITIVE
+
+
+def lookup_patiently(
+    host: str,
+    port: int,
+    deadline: float,
+    sleep: Callable[[float], None] = time.sleep,
+    ask: Callable[[str, int, float], list[Address]] = lookup,
+) -> list[Address]:
+    """:func:`lookup`, asked again after a temporary failure until ``deadline``, each pause
+    random (up to half a second, growing) so that thousands of ranks started together do not
+    ask the name server in step. Raises what the last answer was: a definitive
+    ``socket.gaierror`` at once, a temporary one or ``TimeoutError`` once time is up."""
+    attempt = 0
+    while True:
+        try:
+            return ask(host, port, deadline)
+        except socket.gaierror as error:
+            left = deadline - time.monotonic()
+            if is_definitive(error) or left <= 0:
+                raise
+        attempt += 1
+        sleep(min(left, random.uniform(0.05, min(_MAX_PAUSE, 0.1 * 2**attempt))))
+
+
+def is_own(addresses: list[Address]) -> bool:
+    """Whether one of ``addresses`` belongs to this machine: only an own address (loopback
+    included) can be bound."""
+    for family, (host, _) in addresses[:8]:
+        try:
+            with socket.socket(family, socket.SOCK_DGRAM) as probe:
+                probe.bind((host, 0))
+        except OSError:
+            continue
+        return True
+    return False
 
 
 def is_address(host: str) -> bool:

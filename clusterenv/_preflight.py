@@ -6,7 +6,8 @@ Warnings are printed once per process, on the rank that can tell: what the launc
 (the variables, the same on every node) on global rank 0, what this node says (its
 interfaces, its name service, its container) on each node's local rank 0. Errors — a hang
 is certain — raise :class:`~clusterenv.exceptions.PreflightError` on every rank.
-``CLUSTERENV_STRICT=1`` makes warnings fail too; ``CLUSTERENV_PREFLIGHT=0`` skips the check,
+``CLUSTERENV_STRICT=1`` makes warnings fail too; ``CLUSTERENV_IGNORE=id,...`` silences those
+findings; ``CLUSTERENV_PREFLIGHT=0`` skips the check,
 ``CLUSTERENV_PREFLIGHT=launch`` keeps only what the variables say (the pytest plugin's
 ``cluster_env`` sets it: a mocked launch's node is not the machine the test runs on).
 """
@@ -15,23 +16,33 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
+from typing import NamedTuple
 
 from clusterenv._container import container_runtime
 from clusterenv._detect import detect_environment
 from clusterenv._diagnose import diagnose
 from clusterenv._finding import Finding
+from clusterenv._ignore import ignored, kept
 from clusterenv._machine import INTERFACE_VARIABLES, Machine, interfaces, machine_findings
-from clusterenv._names import is_address, is_loopback, lookup
+from clusterenv._names import (
+    is_address,
+    is_definitive,
+    is_loopback,
+    is_own,
+    lookup,
+    lookup_patiently,
+)
 from clusterenv._nccl import SLINGSHOT, nccl_plugin, wants_network_facts
 from clusterenv._safe import escape, redact_text
 from clusterenv._spawned import spawned_by
 from clusterenv._spec import ResourceSpec, Role
 from clusterenv.exceptions import PreflightError
-from clusterenv.sources import command_findings
+from clusterenv.sources import command_findings, node_names
 
 __all__ = [
     "OPT_OUT",
@@ -45,8 +56,12 @@ __all__ = [
 #: ``CLUSTERENV_PREFLIGHT=0``: no pre-flight check. ``CLUSTERENV_STRICT=1``: warnings fail.
 OPT_OUT = "CLUSTERENV_PREFLIGHT"
 STRICT = "CLUSTERENV_STRICT"
-#: Seconds the name service may take to answer for the main address.
-RESOLVE_S = 1.0
+#: Seconds the name service may take in all to answer for the main address, temporary
+#: failures asked again within them; then it is a warning, not an error (torch retries).
+RESOLVE_S = 3.0
+#: Seconds for the scheduler's name of this node (only where the host's own name is not one
+#: of the job's hosts).
+NODE_NAME_S = 0.5
 
 _OUTSIDE = (Role.BATCH, Role.SHELL)
 #: The findings this process has printed: adapters called twice print nothing new.
@@ -65,32 +80,93 @@ def suspended() -> Iterator[None]:
         _suspended.reset(token)
 
 
-def resolve_main(spec: ResourceSpec) -> dict[str, list[str]]:
-    """Where the main address of a multi-node job resolves here (``[]``: nowhere); ``{}``
+class Answers(NamedTuple):
+    """What the name service said of the main address: :attr:`Machine.resolved` and
+    :attr:`Machine.unanswered`, as ``model_copy(update=answers._asdict())`` takes them."""
+
+    resolved: dict[str, list[str]]
+    unanswered: dict[str, str]
+
+
+def resolve_main(spec: ResourceSpec) -> Answers:
+    """Where the main address of a multi-node job resolves here: its addresses, ``[]`` only
+    where the name service said the name has none (``EAI_NONAME``, NXDOMAIN); a timeout or a
+    temporary failure, asked again within :data:`RESOLVE_S`, goes to ``unanswered``. Nothing
     where there is nothing to look up: one node, an address literal (deliberate), or a
     process that will not connect to it (a batch step or an allocation's shell)."""
     if spec.num_nodes < 2 or is_address(spec.master_addr) or spec.role in _OUTSIDE:
-        return {}
+        return Answers({}, {})
+    name = spec.master_addr
     try:
-        found = lookup(spec.master_addr, spec.master_port, time.monotonic() + RESOLVE_S)
-    except (OSError, TimeoutError):
+        found = lookup_patiently(name, spec.master_port, time.monotonic() + RESOLVE_S)
+    except socket.gaierror as error:
+        if not is_definitive(error):
+            return Answers({}, {name: f"{error.strerror or error} (asked for {RESOLVE_S:.0f} s)"})
         found = []
-    return {spec.master_addr: sorted({host for _, (host, _) in found})}
+    except TimeoutError:
+        return Answers({}, {name: f"no answer within {RESOLVE_S:.0f} s"})
+    except OSError as error:  # not the name service's answer: nothing is known
+        return Answers({}, {name: str(error)})
+    return Answers({name: sorted({host for _, (host, _) in found})}, {})
+
+
+def on_a_node(spec: ResourceSpec, env: Mapping[str, str]) -> bool:
+    """Whether this process runs on one of the job's hosts (or the launch names none): by
+    this host's name, or by the scheduler's name for the node where that name is an address
+    of this machine. A test's mock of a launch, or a replay of another machine's process,
+    is not on a node of it: what this machine's name service, interfaces and container say
+    is then no evidence about the job."""
+    if not spec.hostnames:
+        return True
+    hosts = {_short(host) for host in spec.hostnames}
+    if _short(socket.gethostname()) in hosts:
+        return True
+    for name in node_names(env):
+        if _short(name) not in hosts:
+            continue
+        try:
+            if is_own(lookup(name, 0, time.monotonic() + NODE_NAME_S)):
+                return True
+        except (OSError, TimeoutError):
+            continue
+    return False
+
+
+def _short(host: str) -> str:
+    """``cn001`` for ``cn001.cluster.example`` (and for ``CN001``)."""
+    return host.partition(".")[0].lower()
 
 
 def main_address_findings(spec: ResourceSpec, machine: Machine) -> list[Finding]:
-    """A main address that does not resolve where the machine looked it up, or resolves to
-    loopback only (Debian's /etc/hosts maps a host's own name to 127.0.1.1): no rank
-    reaches rank 0 there."""
+    """A main address that does not resolve where the machine looked it up (the name
+    service said so: an error), whose lookup got no certain answer (a warning), or that
+    resolves to loopback only (Debian's /etc/hosts maps a host's own name to 127.0.1.1): no
+    rank reaches rank 0 there."""
+    if spec.num_nodes < 2:
+        return []
+    said = machine.unanswered.get(spec.master_addr)
+    if said is not None:
+        return [
+            Finding(
+                id="main-address-lookup-slow",
+                message=f"the name service gave no answer for the main address "
+                f"{spec.master_addr!r} on this node ({said}): slow or overloaded (many ranks "
+                "starting at once), which proves nothing about the name; torch's rendezvous "
+                "asks again",
+                fix="nothing if the job trains; if the ranks hang at rendezvous, export "
+                "MASTER_ADDR as rank 0's IP address, or ask the site about the name service "
+                "on the nodes (a local cache such as nscd or sssd)",
+            )
+        ]
     addresses = machine.resolved.get(spec.master_addr)
-    if addresses is None or spec.num_nodes < 2:
+    if addresses is None:
         return []
     if not addresses:
         return [
             Finding(
                 id="main-address-unresolved",
                 message=f"the main address {spec.master_addr!r} does not resolve on this "
-                "node: this rank cannot reach rank 0",
+                "node (the name service says no such name): this rank cannot reach rank 0",
                 fix="export MASTER_ADDR as a name every node resolves (or rank 0's IP "
                 "address); check /etc/hosts and DNS on this node",
                 level="error",
@@ -113,7 +189,10 @@ def main_address_findings(spec: ResourceSpec, machine: Machine) -> list[Finding]
 def node_findings(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
     """What this node tells, cheaply: its interfaces, its container, its name service,
     whether this process is a multiprocessing copy of a rank, and (NCCL between nodes over
-    Slingshot) whether NCCL finds its network plugin."""
+    Slingshot) whether NCCL finds its network plugin; on a machine that is not a node of
+    the job (:func:`on_a_node`), only the multiprocessing copy."""
+    if not on_a_node(spec, env):  # a mock, a replay: only the process's own ancestry
+        return machine_findings(spec, env, Machine(spawned_by=spawned_by(env)))
     named = any(name in env for name in INTERFACE_VARIABLES)
     nccl = wants_network_facts(spec)  # NCCL between nodes: over Slingshot, with its plugin?
     names = interfaces() if named or nccl else None
@@ -122,8 +201,8 @@ def node_findings(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
         interfaces=names,
         nccl_plugin=nccl_plugin(env) if slingshot else None,
         container=container_runtime(env),
-        resolved=resolve_main(spec),
         spawned_by=spawned_by(env),
+        **resolve_main(spec)._asdict(),
     )
     return [*machine_findings(spec, env, machine), *main_address_findings(spec, machine)]
 
@@ -144,9 +223,11 @@ def preflight(
     mode = env.get(OPT_OUT, "").strip().lower()
     if mode in ("0", "off") or _suspended.get():
         return []
+    silenced = ignored(env)
     spec = detect_environment(env) if spec is None else spec
-    job = [f for f in diagnose(spec, env) + command_findings(spec, command) if f.level != "info"]
-    node = [] if mode == "launch" else node_findings(spec, env)
+    job = kept(diagnose(spec, env) + command_findings(spec, command), silenced)
+    job = [finding for finding in job if finding.level != "info"]
+    node = [] if mode == "launch" else kept(node_findings(spec, env), silenced)
     node = [finding for finding in node if finding.level != "info"]
     shown = (job if spec.global_rank == 0 else []) + (node if spec.local_rank == 0 else [])
     for finding in shown:

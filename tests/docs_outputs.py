@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import socket
 import traceback
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -59,10 +60,13 @@ def _preflight_output(env: dict[str, str], *, unresolved: bool = False) -> str:
     ends it when the check raises: the exception's last traceback line."""
     err = io.StringIO()
     failed: list[str] = []
-    lookup = mock.patch("clusterenv._preflight.lookup", side_effect=OSError("unknown host"))
+    nxdomain = socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+    lookup = mock.patch("clusterenv._preflight.lookup_patiently", side_effect=nxdomain)
+    on_a_node = mock.patch("clusterenv._preflight.on_a_node", return_value=True)
     with (
         mock.patch("clusterenv._preflight._printed", set()),
         lookup if unresolved else contextlib.nullcontext(),
+        on_a_node if unresolved else contextlib.nullcontext(),
         contextlib.redirect_stderr(err),
     ):
         try:

@@ -271,3 +271,11 @@ def test_a_main_address_on_another_node_of_the_job_stops_rank_0() -> None:
     assert "slurm.main-address-not-rank-0" not in found(rank_0 | {"MASTER_ADDR": "10.0.0.2"})
     rank_1 = slurm_env(2, 1, 1) | {"MASTER_ADDR": "cn002"}
     assert "slurm.main-address-not-rank-0" not in found(rank_1)
+
+
+def test_clusterenv_ignore_knows_every_finding_the_package_writes() -> None:
+    """``CLUSTERENV_IGNORE`` accepts exactly the ids that exist: the engine's
+    (``ENGINE_IDS``) and each source's ``finding_ids``."""
+    from clusterenv._ignore import known_ids  # noqa: PLC0415
+
+    assert known_ids() == _emitted()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import socket
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -232,7 +233,8 @@ def test_a_wedged_launcher_is_named_and_bounded(
 def test_a_main_address_that_resolves_to_loopback_on_a_multi_node_job_is_a_warning(
     master: str, warned: bool
 ) -> None:
-    env = slurm_env(2, 2, 3) | {"MASTER_ADDR": master, "CUDA_VISIBLE_DEVICES": ""}
+    here = f"{socket.gethostname().partition('.')[0]},cn002"  # node 1 is this machine
+    env = slurm_env(2, 2, 3, nodelist=here) | {"MASTER_ADDR": master, "CUDA_VISIBLE_DEVICES": ""}
     found = [w for w in live_report(env).warnings if w.id == "loopback-main-address"]
     assert bool(found) is warned
     if warned:

@@ -23,6 +23,7 @@ from clusterenv._cli._probe import probe_command
 from clusterenv._cli._render import markdown, text
 from clusterenv._cli._report import inspect_report, live_report, machine_here
 from clusterenv._cli._run import run
+from clusterenv._ignore import IGNORE, ignored, kept
 from clusterenv._preflight import STRICT
 from clusterenv._safe import escape, redact_text
 from clusterenv.exceptions import ClusterEnvError
@@ -36,7 +37,7 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
         return parser().parse_args(argv)
     # `run`'s own options come first; everything from the script (or after `--`) is the
     # script's, options included, so argparse (which would claim them) only documents `run`.
-    rest, debug, module = argv[1:], False, None
+    rest, debug, module, ignore = argv[1:], False, None, []
     while rest and rest[0].startswith("-") and module is None:
         option = rest.pop(0)
         if option == "--":
@@ -45,9 +46,13 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
             debug = True
         elif option == "-m" and rest:
             module = rest.pop(0)
+        elif option == "--ignore" and rest:
+            ignore.append(rest.pop(0))
+        elif option.startswith("--ignore="):
+            ignore.append(option.removeprefix("--ignore="))
         else:  # -h, --help, or an unknown option: argparse says what is wrong
             return parser().parse_args(["run", option])
-    return argparse.Namespace(command="run", module=module, target=rest, debug=debug)
+    return argparse.Namespace(command="run", module=module, target=rest, debug=debug, ignore=ignore)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -76,11 +81,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return internal_error(error, args.debug)
 
 
+def _silenced(args: argparse.Namespace) -> frozenset[str]:
+    """The findings ``--ignore`` and ``CLUSTERENV_IGNORE`` silence; `run` hands them on to
+    its pre-flight check and to the ranks it starts."""
+    silenced = ignored(os.environ, getattr(args, "ignore", ()))
+    if args.command == "run" and silenced:
+        os.environ[IGNORE] = ",".join(sorted(silenced))
+    return silenced
+
+
 def _main(args: argparse.Namespace) -> int:
     if sys.stdout is None and args.command != "run":
         raise Usage("standard output is closed; nothing could be shown")
     if args.command == "probe":
         return probe_command(args.timeout, args.backend, args.all, args.json)
+    silenced = _silenced(args)  # an unknown id: one line, exit 2
     if args.command == "run":
         return run(args.module, args.target)
     if args.command == "env":
@@ -103,6 +118,7 @@ def _main(args: argparse.Namespace) -> int:
         result = inspect_report(
             given.env, given.files, given.machine, args.lightning, given.answers
         )
+    result = result.model_copy(update={"warnings": kept(result.warnings, silenced)})
     if args.json:
         print(result.model_dump_json(indent=2))
     else:

@@ -88,6 +88,13 @@ def parser() -> argparse.ArgumentParser:
         help=f"exit 1 when there are warnings (not notes); {STRICT}=1 does the same",
     )
     inspect.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="silence the finding ID (repeat for several; CLUSTERENV_IGNORE=ID,ID does the same)",
+    )
+    inspect.add_argument(
         "--lightning",
         nargs="?",
         const="auto",
@@ -154,6 +161,14 @@ def parser() -> argparse.ArgumentParser:
         epilog="exit status: the script's, as python gives it (1 for an exception it raises); "
         "2 when clusterenv refuses: no such script or module, a Trainer value that "
         "contradicts the allocation, a pre-flight error",
+    )
+    run.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="silence the finding ID (repeat for several; CLUSTERENV_IGNORE=ID,ID does the "
+        "same, and reaches the ranks it starts)",
     )
     run.add_argument("-m", dest="module", metavar="MODULE", help="run a module, like python -m")
     run.add_argument("target", nargs=argparse.REMAINDER, metavar="SCRIPT ARGS")

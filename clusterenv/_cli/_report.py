@@ -22,7 +22,7 @@ from clusterenv._finding import Finding
 from clusterenv._gpu_probe import probe_gpus
 from clusterenv._hostfile import read_text_file
 from clusterenv._machine import Machine, collect_machine, machine_findings, network_variables
-from clusterenv._preflight import main_address_findings, resolve_main, suspended
+from clusterenv._preflight import main_address_findings, on_a_node, resolve_main, suspended
 from clusterenv._reader import origin_value
 from clusterenv._safe import redact_text, redact_value, unicode_text
 from clusterenv._spec import GpuInventory, ResourceSpec, Source
@@ -121,7 +121,9 @@ def machine_here(env: Mapping[str, str]) -> Machine:
         ).spec
     except ClusterEnvError:
         return machine
-    return machine.model_copy(update={"resolved": resolve_main(spec)})
+    if not on_a_node(spec, env):  # a mock: this machine's name service proves nothing
+        return machine
+    return machine.model_copy(update=resolve_main(spec)._asdict())
 
 
 def _build(
@@ -146,8 +148,8 @@ def _build(
         ask=ask,
     )
     spec = detection.spec
-    if origin == "process":  # a replay shows where it resolved when recorded
-        machine = machine.model_copy(update={"resolved": resolve_main(spec)})
+    if origin == "process" and on_a_node(spec, env):  # a replay: as recorded; a mock: never
+        machine = machine.model_copy(update=resolve_main(spec)._asdict())
     warnings = [
         *diagnose(spec, env),
         *machine_findings(spec, env, machine),

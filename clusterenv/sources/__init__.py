@@ -24,6 +24,7 @@ __all__ = [
     "command_findings",
     "detector_for",
     "findings",
+    "node_names",
     "present",
     "read_by_a_source",
 ]
@@ -84,6 +85,12 @@ def findings(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
     detector = detector_for(spec.source)
     hooks = [detector, *(d for d in found if d is not detector)]
     return [finding for hook in hooks for finding in hook.diagnose(spec, env, around)]
+
+
+def node_names(env: Mapping[str, str]) -> list[str]:
+    """The names the schedulers of ``env`` give the node this process runs on."""
+    named = (env.get(name, "").strip() for d in _having(env) for name in d.node_name_variables)
+    return [name for name in named if name]
 
 
 def command_findings(spec: ResourceSpec, command: Sequence[str]) -> list[Finding]:

@@ -47,6 +47,13 @@ class Detector(ABC):
     #: Generic names (``JOB_ID``) that other programs set too: read, captured and cleared by
     #: the pytest plugin only where this source is present, never on their own.
     shared_variables: ClassVar[tuple[str, ...]] = ()
+    #: Variables in which the scheduler names the node this process runs on, where that
+    #: name may differ from the host's own (Slurm's ``NodeName`` against its ``NodeHostname``):
+    #: with the host's name they tell whether this machine is a node of the job at all.
+    node_name_variables: ClassVar[tuple[str, ...]] = ()
+    #: The ids of the findings this source writes (``slurm.job-name``): what
+    #: ``CLUSTERENV_IGNORE`` may name.
+    finding_ids: ClassVar[tuple[str, ...]] = ()
     #: The command that starts this source's ranks (``srun``); ``""`` where there is none.
     launcher: ClassVar[str] = ""
     roles: ClassVar[Roles] = Roles()

@@ -48,6 +48,7 @@ class EnvDetector(Detector):
         " on both Slurm releases, `deepspeed.launcher.launch` on two), Ray Train 2.60.0 "
         "(`TorchTrainer`, two CPU workers)"
     )
+    finding_ids = ("env.inside-task",)
     variables = (
         *CONTRACT,
         "LOCAL_RANK",

@@ -34,6 +34,7 @@ class KubeflowDetector(Detector):
         "PyTorchJob](https://www.kubeflow.org/docs/components/trainer/legacy-v1/user-guides/pytorch/)"
         " (`RANK` per pod, `PET_*`)"
     )
+    finding_ids = ("kubeflow.idle-gpus",)
     variables = ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "RANK", "WORLD_SIZE", "PET_")
     launcher = "torchrun"
     per_node = True

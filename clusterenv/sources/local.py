@@ -25,6 +25,7 @@ class LocalDetector(Detector):
     name = "local"
     reason = "no scheduler or launcher variables are set"
     proof = "live: a plain process, and `accelerate launch --cpu` (one process)"
+    finding_ids = ("local.incomplete-env-contract",)
     variables = ("MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS")
     roles = Roles(standalone="a local run without a launcher")
 

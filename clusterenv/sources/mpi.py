@@ -61,6 +61,7 @@ class MpiDetector(Detector):
         "(`MV2_COMM_WORLD_*`): documented, [MVAPICH user "
         "guide](https://mvapich.cse.ohio-state.edu/userguide/)"
     )
+    finding_ids = ("mpi.nodes-derived", "mpi.default-port")
     variables = ("OMPI_", "PMI_", "PMIX_", "MPI_", "MV2_", "PRTE_LAUNCHED")
     launch_keys = (
         "OMPI_MCA_orte_precondition_transports",

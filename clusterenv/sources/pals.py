@@ -47,6 +47,7 @@ class PalsDetector(Detector):
         "with `PBS_NODEFILE`, `PALS_*`, Cray PMI's `PMI_*`). The `PALS_*` of Slurm's "
         "`cray_shasta` plugin are live, under Slurm"
     )
+    finding_ids = ("pals.world-from-nodes",)
     variables = (
         "PALS_",
         "PMI_RANK",

@@ -36,6 +36,7 @@ class TorchElasticDetector(Detector):
         "gloo); accelerate 1.16.0 `--multi_gpu` (its torchrun path). `torch.distributed.launch`"
         " is torchrun underneath (it sets `TORCHELASTIC_*`)"
     )
+    finding_ids = ("torchelastic.node-rank-mismatch",)
     variables = (
         "TORCHELASTIC_",
         *("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK"),

@@ -30,7 +30,7 @@ from clusterenv._spec import Accelerator, ResourceSpec, Role, Source
 from clusterenv.exceptions import HostlistError, InconsistentEnvironmentError, MissingVariableError
 from clusterenv.hostlist import count_hosts, expand_hostlist
 from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Roles
-from clusterenv.sources.slurm._findings import NTASKS, slurm_findings
+from clusterenv.sources.slurm._findings import FINDING_IDS, NTASKS, slurm_findings
 from clusterenv.sources.slurm._placement import rank_zero_node
 from clusterenv.sources.slurm._resources import granted_cpus, slurm_gpus
 from clusterenv.sources.slurm._values import TaskLayout, at_most, het, parse_gpu_count
@@ -55,6 +55,8 @@ class SlurmDetector(Detector):
         " own address (srun, DDP, the probe, an arbitrary distribution)"
     )
     variables = ("SLURM_", "SLURMD_", "ENVIRONMENT")
+    node_name_variables = ("SLURMD_NODENAME",)
+    finding_ids = FINDING_IDS
     launch_keys = (
         "SLURM_JOB_ID",
         "SLURM_STEP_ID",

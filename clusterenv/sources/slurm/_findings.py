@@ -13,8 +13,28 @@ from clusterenv.exceptions import ClusterEnvError
 from clusterenv.sources._detector import Detector
 from clusterenv.sources.slurm._values import TaskLayout
 
-__all__ = ["NTASKS", "slurm_findings"]
+__all__ = ["FINDING_IDS", "NTASKS", "slurm_findings"]
 
+#: Every finding Slurm writes.
+FINDING_IDS = tuple(
+    f"slurm.{what}"
+    for what in (
+        "common-port",
+        "cpus-not-inherited",
+        "cpus-per-task-clash",
+        "double-launch",
+        "gpus-outside-grant",
+        "gpus-shared",
+        "het-component-0",
+        "job-name",
+        "launcher-in-batch-step",
+        "main-address-not-rank-0",
+        "main-address-submit-host",
+        "ntasks-without-per-node",
+        "step-smaller-than-job",
+        "tasks-not-gpus",
+    )
+)
 # Ports that many scripts hard-code: two jobs sharing a node then collide.
 _COMMON_PORTS = frozenset({12910, 29500, 1234, 12345})
 #: The task count: SLURM_NPROCS is the old name, set beside it by every release and alone
