@@ -83,3 +83,14 @@ class PreflightError(ClusterEnvError):
     """The pre-flight check (:func:`clusterenv.preflight`, run by ``clusterenv run`` and the
     torch, JAX and Lightning adapters) found what makes a hang certain, such as a main
     address that does not resolve on this node; with ``CLUSTERENV_STRICT=1``, any warning."""
+
+
+def __getattr__(name: str) -> type[ClusterEnvError]:
+    """``ProbeError``, defined with the probe (which imports this module), imported only
+    when asked for: ``from clusterenv.exceptions import ProbeError`` works like every other
+    error, without an import circle and without importing the probe for detection."""
+    if name == "ProbeError":
+        from clusterenv._probe import ProbeError  # noqa: PLC0415
+
+        return ProbeError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,10 +3,17 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import settings
 
 from clusterenv._capture import launcher_variables
 
 pytest_plugins = ["pytester"]
+
+# In CI the property tests draw the same examples on every run (a run lands or fails on the
+# code, not on chance); locally they keep exploring.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI") == "true":
+    settings.load_profile("ci")
 
 
 @pytest.fixture(autouse=True)

@@ -254,3 +254,19 @@ def test_any_mapping_gives_a_valid_spec_or_a_clusterenv_error(
     assert 0 <= spec.node_rank < spec.num_nodes
     assert 0 <= spec.local_rank < spec.devices_per_node
     assert len(spec.hostnames) in (0, spec.num_nodes)
+
+
+@pytest.mark.parametrize("huge", ["9" * 5000, "x" * 5000])
+def test_every_error_quotes_a_huge_value_shortened(huge: str) -> None:
+    """Issue 47: each variable of every source's examples, in turn, set to a 5 000-character
+    value: whatever error it gives quotes it shortened (FLUX_ENCLOSING_ID was quoted whole)."""
+    long = []
+    for base in _BASES:
+        for name in base:
+            env = dict(base, **{name: huge})
+            try:
+                detect_environment(env, gpu_probe=lambda: ("0",), read_file=lambda _: "")
+            except ClusterEnvError as error:
+                if len(str(error)) >= 2500:
+                    long.append((name, str(error)[:200]))
+    assert long == []

@@ -426,3 +426,20 @@ def test_an_error_into_a_full_stderr_still_exits_2() -> None:
             env={"PATH": os.environ["PATH"], "SLURM_JOB_ID": "not-a-number"},
         )
     assert result.returncode == 2
+
+
+def test_inspect_json_stays_json_under_an_ascii_encoding(tmp_path: Path) -> None:
+    """Issue 47: a non-ASCII value under PYTHONIOENCODING=ascii is ``\\u00eb`` (JSON), not
+    the terminal escaping's ``\\xeb`` (which no JSON parser reads)."""
+    dump = tmp_path / "env.txt"
+    dump.write_text("NCCL_SOCKET_IFNAME=\u00ebth0\n", encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "clusterenv", "inspect", "--json", "--env-file", str(dump)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONIOENCODING": "ascii"},
+        check=False,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["network"]["NCCL_SOCKET_IFNAME"] == "\u00ebth0"

@@ -58,3 +58,10 @@ def test_inspect_runs_without_the_probe() -> None:
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[-1] == "[]"
+
+
+def test_probe_error_is_importable_from_exceptions() -> None:
+    """Issue 47: every error is importable from clusterenv.exceptions, ProbeError lazily."""
+    from clusterenv.exceptions import ProbeError  # noqa: PLC0415
+
+    assert ProbeError is clusterenv.ProbeError

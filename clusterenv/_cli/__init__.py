@@ -120,7 +120,8 @@ def _main(args: argparse.Namespace) -> int:
         )
     result = result.model_copy(update={"warnings": kept(result.warnings, silenced)})
     if args.json:
-        print(result.model_dump_json(indent=2))
+        # json.dumps escapes non-ASCII as \u00eb: JSON under any PYTHONIOENCODING.
+        print(json.dumps(result.model_dump(mode="json"), indent=2))
     else:
         print(markdown(result) if args.markdown else text(result))
     strict = args.strict or os.environ.get(STRICT, "").strip() == "1"

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from clusterenv._reader import EnvReader, parse_json
+from clusterenv._safe import shorten
 from clusterenv._spec import Role, Source
 from clusterenv.exceptions import InconsistentEnvironmentError, InvalidVariableError
 from clusterenv.hostlist import expand_hostlist
@@ -166,8 +167,9 @@ def _body(reader: EnvReader) -> Fields:
     words = (listed or "").split()
     if len(words) != 3 or not words[0].isdigit() or not words[1].isdigit():
         raise InconsistentEnvironmentError(
-            f"FLUX_ENCLOSING_ID={job_id!r}: the body of a Flux job, but its instance did not "
-            f"say what it holds (`{' '.join(_RESOURCES)}` answered {listed!r})",
+            f"FLUX_ENCLOSING_ID={shorten(job_id)!r}: the body of a Flux job, but its instance "
+            f"did not say what it holds (`{' '.join(_RESOURCES)}` answered "
+            f"{shorten(listed or '')!r})",
             variables=("FLUX_ENCLOSING_ID",),
             hint="run where the flux command works (FLUX_URI set), or start the ranks with "
             "flux run and ask there",
