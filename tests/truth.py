@@ -310,6 +310,9 @@ WARNED: dict[str, set[str]] = {
     "torchrun-in-batch-step": {"slurm.launcher-in-batch-step"},
     # Two tasks on one GPU; the second also indexes GPU 1, which it cannot see.
     "gpus-shared": {"slurm.gpus-shared", "gpus-per-task"},
+    # srun -N1 in a -N3 job: the other two nodes train nothing (issue 47)
+    "step-smaller-than-job": {"slurm.step-fewer-nodes"},
+    "cray-shasta-step-smaller-than-job": {"slurm.step-fewer-nodes"},
     # MASTER_ADDR is the node list's first host; task 0 is on the hostfile's first line
     "main-address-not-rank-0": {"slurm.main-address-not-rank-0"},
 }

@@ -31,6 +31,7 @@ FINDING_IDS = tuple(
         "main-address-not-rank-0",
         "main-address-submit-host",
         "ntasks-without-per-node",
+        "step-fewer-nodes",
         "step-smaller-than-job",
         "tasks-not-gpus",
     )
@@ -266,6 +267,19 @@ def _cpus_and_steps(
                 f"nodes, and starts ranks on {spec.num_nodes}: the other nodes train nothing",
                 fix=f"start one {launcher} per node: srun --ntasks-per-node=1 {launcher} "
                 "--nnodes=$SLURM_JOB_NUM_NODES ... (torchrun: with --rdzv-backend=c10d)",
+            )
+        )
+    step_nodes = _integer(env.get("SLURM_STEP_NUM_NODES"))
+    if task and nodes and step_nodes and step_nodes < nodes:
+        found.append(
+            Finding(
+                id="slurm.step-fewer-nodes",
+                message=f"this step runs on {step_nodes} of the job's {nodes} nodes "
+                "(SLURM_STEP_NUM_NODES < SLURM_JOB_NUM_NODES): the other "
+                f"{nodes - step_nodes} train nothing, and code that sizes the world from "
+                "the job (num_nodes=$SLURM_JOB_NUM_NODES) waits for their ranks",
+                fix="srun -N $SLURM_JOB_NUM_NODES --ntasks-per-node=N (a step without -N "
+                "spans the job), or ask the job for fewer nodes",
             )
         )
     job_tasks = _integer(env.get("SLURM_NTASKS"))
