@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import clusterenv
-from clusterenv import ResourceSpec, explain_environment
+from clusterenv import ResourceSpec, detect_environment, explain_environment
 from clusterenv._container import container_findings, container_runtime
 from clusterenv._diagnose import diagnose
 from clusterenv._machine import Machine, machine_findings
@@ -47,6 +47,34 @@ def test_torchrun_left_in_a_multi_node_batch_step() -> None:
     assert found(batch | torchrun_env(1, 2, 0))["slurm.launcher-in-batch-step"] == "warning"
     inside_srun = slurm_env(2, 1, 0) | torchrun_worker(0, nproc_per_node=2, nnodes=2)
     assert "slurm.launcher-in-batch-step" not in found(inside_srun)
+    # torchrun --nnodes=2 once in the batch step of a 2-node job (issue 47): the node counts
+    # agree, but the second node never starts an agent.
+    once = batch | torchrun_worker(0, nproc_per_node=2, nnodes=2)
+    assert found(once)["slurm.launcher-in-batch-step"] == "warning"
+
+
+@pytest.mark.parametrize(
+    ("command", "stopped"),
+    [
+        (["torchrun", "--nnodes=2", "--nproc-per-node=2", "train.py"], True),
+        (["torchrun", "--nnodes=2:4", "--rdzv-backend=c10d", "--rdzv-endpoint=h:1", "t.py"], True),
+        (["torchrun", "--nnodes=1", "--nproc-per-node=2", "train.py"], False),
+        (["torchrun", "--nnodes=1:2", "train.py"], False),  # may train on this node alone
+    ],
+)
+def test_a_multi_node_launcher_started_once_in_the_job_script_is_stopped(
+    command: list[str], stopped: bool
+) -> None:
+    """Issue 47: `clusterenv run torchrun --nnodes=2 ...` in the job script itself (no srun)
+    waits for a second agent that nothing starts: stopped where it runs, before it hangs."""
+    pytest.importorskip("torch")
+    from clusterenv.sources import command_findings  # noqa: PLC0415
+
+    spec = detect_environment(slurm_env(2, 2, step="batch"))
+    ids = [(f.id, f.level) for f in command_findings(spec, command)]
+    assert (("torchelastic.launcher-once-for-nodes", "error") in ids) is stopped
+    inside = detect_environment(slurm_env(2, 1, 1))  # the corrected twin: one per node
+    assert command_findings(inside, [*command[:2], "--node-rank=1", "train.py"]) == []
 
 
 def test_a_step_smaller_than_its_job_is_a_note() -> None:
@@ -57,6 +85,13 @@ def test_a_step_smaller_than_its_job_is_a_note() -> None:
         "SLURM_STEP_NODELIST": "cn001",
     }
     assert found(step)["slurm.step-smaller-than-job"] == "info"
+    assert found(step)["slurm.step-fewer-nodes"] == "warning"  # two nodes idle (issue 47)
+
+
+def test_a_step_over_every_node_of_its_job_is_silent() -> None:
+    """The corrected twin of ``srun -N1`` in a 3-node job: a step over all three."""
+    step = slurm_env(3, 2, 0, within="salloc") | {"SLURM_STEP_NUM_NODES": "3"}
+    assert "slurm.step-fewer-nodes" not in found(step)
 
 
 def test_gpu_masks() -> None:

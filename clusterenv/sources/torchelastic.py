@@ -36,7 +36,7 @@ class TorchElasticDetector(Detector):
         "gloo); accelerate 1.16.0 `--multi_gpu` (its torchrun path). `torch.distributed.launch`"
         " is torchrun underneath (it sets `TORCHELASTIC_*`)"
     )
-    finding_ids = ("torchelastic.node-rank-mismatch",)
+    finding_ids = ("torchelastic.launcher-once-for-nodes", "torchelastic.node-rank-mismatch")
     variables = (
         "TORCHELASTIC_",
         *("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK"),
@@ -80,6 +80,21 @@ class TorchElasticDetector(Detector):
         this process's node: under the static rendezvous two agents claim one node rank and
         wait for the missing one forever, before any worker starts (issue 39:
         ``--node_rank=$SLURM_NODEID`` expanded once, in the job script, is 0 on every node)."""
+        least = _least_nodes(command)
+        if spec.role is Role.BATCH and least is not None and least > 1:
+            return [
+                Finding(
+                    id="torchelastic.launcher-once-for-nodes",
+                    message=f"{os.path.basename(command[0])} waits for at least {least} "
+                    f"nodes, but it starts once, in the job script of {spec.num_nodes} "
+                    "node(s), which runs on the first node only: no other node starts an agent, "
+                    "so the rendezvous waits until it times out",
+                    fix="start one launcher per node: srun --ntasks-per-node=1 torchrun "
+                    "--nnodes=$SLURM_JOB_NUM_NODES --rdzv-backend=c10d ... (PBS: mpiexec "
+                    "--ppn 1; Flux: flux run -N N --tasks-per-node=1)",
+                    level="error",
+                )
+            ]
         given = _node_rank_option(command)
         if given is None or spec.source is self.source or spec.role not in _PER_NODE:
             return []
@@ -121,6 +136,18 @@ def _node_rank_option(command: Sequence[str]) -> tuple[str, int, int] | None:
     if not str(nodes).isdigit() or not str(rank).isdigit():  # "1:4": elastic
         return None
     return option, int(rank), int(nodes)
+
+
+def _least_nodes(command: Sequence[str]) -> int | None:
+    """The fewest nodes torchrun (``--nnodes=2``, elastic ``2:4``) or accelerate launch
+    (``--num_machines``) waits for before any worker starts; ``None`` for another command."""
+    parsed = _parse(command)
+    if parsed is None:
+        return None
+    option, args = parsed
+    nodes = str(args.nnodes if option.endswith("--node_rank") else args.num_machines)
+    least = nodes.partition(":")[0]
+    return int(least) if least.isdigit() and len(least) < 7 else None
 
 
 #: torchrun as a command or as ``python -m``'s module; accelerate launch's module.

@@ -258,13 +258,16 @@ def _cpus_and_steps(
     inner = next((d for d in present if d.source is spec.source), None)
     nodes = _integer(env.get("SLURM_JOB_NUM_NODES") or env.get("SLURM_NNODES"))
     batch = "SLURM_PROCID" in env and not slurm.runs_task(env)
-    if inner is not slurm and batch and nodes and spec.num_nodes < nodes:
+    # Fewer nodes than the job, or more than one: the batch step runs on one node only, so
+    # a launcher there that counts on other nodes (torchrun --nnodes=2) gets no agent there.
+    if inner is not slurm and batch and nodes and (spec.num_nodes < nodes or spec.num_nodes > 1):
         launcher = inner.launcher if inner and inner.launcher else spec.source.value
         found.append(
             Finding(
                 id="slurm.launcher-in-batch-step",
                 message=f"{launcher} runs in the batch step, on the first of the job's {nodes} "
-                f"nodes, and starts ranks on {spec.num_nodes}: the other nodes train nothing",
+                f"node(s) only, and counts on ranks of {spec.num_nodes} node(s): the other "
+                "nodes start no agent and train nothing",
                 fix=f"start one {launcher} per node: srun --ntasks-per-node=1 {launcher} "
                 "--nnodes=$SLURM_JOB_NUM_NODES ... (torchrun: with --rdzv-backend=c10d)",
             )
