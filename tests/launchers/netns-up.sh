@@ -6,7 +6,7 @@
 # Both bridges live in namespace ce-sw, the switch, which is also the head node (slurmctld).
 # 198.18.0.0/15 is RFC 2544's benchmarking range: never a real network. Each host has its
 # own view of /etc/hosts (/etc/netns/ce-nN/hosts, which `ip netns exec` mounts over
-# /etc/hosts); on-host.sh also gives a process the host's own name (a UTS namespace).
+# /etc/hosts) and an nsswitch.conf that asks only it; on-host.sh also gives a process the host's own name (a UTS namespace).
 # Nothing is added to the machine's own namespace. Idempotent: it first tears down what a
 # previous run left (netns-down.sh), and so does every failure on the way.
 set -euo pipefail
@@ -34,6 +34,13 @@ ip -n ce-sw addr add 198.18.0.254/24 dev br0
 for ns in ce-sw ce-n1 ce-n2 ce-n3; do
     mkdir -p "/etc/netns/$ns"
     hosts_view >"/etc/netns/$ns/hosts"
+    # No name server is reachable from the hosts: their name service is /etc/hosts alone, so
+    # a name it lacks is a definitive "no such name", not a resolver's "try again".
+    if [ -e /etc/nsswitch.conf ]; then
+        sed 's/^hosts:.*/hosts: files/' /etc/nsswitch.conf >"/etc/netns/$ns/nsswitch.conf"
+    else
+        echo "hosts: files" >"/etc/netns/$ns/nsswitch.conf"
+    fi
 done
 for n in 1 2 3; do
     ip netns add "ce-n$n"
