@@ -76,11 +76,15 @@ class TorchElasticDetector(Detector):
         }
 
     def command_findings(self, spec: ResourceSpec, command: Sequence[str]) -> list[Finding]:
-        """torchrun (or accelerate launch, torchrun underneath) given a node rank that is not
-        this process's node: under the static rendezvous two agents claim one node rank and
+        """torchrun (or accelerate launch, torchrun underneath) waiting for several nodes but
+        started once, in a job script (issue 47); or given a node rank that is not this
+        process's node: under the static rendezvous two agents claim one node rank and
         wait for the missing one forever, before any worker starts (issue 39:
         ``--node_rank=$SLURM_NODEID`` expanded once, in the job script, is 0 on every node)."""
-        least = _least_nodes(command)
+        parsed = _parse(command)  # the launcher's own parser, built once
+        if parsed is None:
+            return []
+        least = _least_nodes(parsed)
         if spec.role is Role.BATCH and least is not None and least > 1:
             return [
                 Finding(
@@ -95,7 +99,7 @@ class TorchElasticDetector(Detector):
                     level="error",
                 )
             ]
-        given = _node_rank_option(command)
+        given = _node_rank_option(parsed)
         if given is None or spec.source is self.source or spec.role not in _PER_NODE:
             return []
         option, rank, nodes = given
@@ -118,35 +122,31 @@ class TorchElasticDetector(Detector):
 _PER_NODE = (Role.RANK, Role.NODE)
 
 
-def _node_rank_option(command: Sequence[str]) -> tuple[str, int, int] | None:
+def _nodes_and_rank(option: str, args: Any) -> tuple[str, str]:
+    """The node count and node rank a parsed torchrun or accelerate launch was given, as
+    written (``"1:4"`` for an elastic count)."""
+    if option.endswith("--node_rank"):
+        return str(args.nnodes), str(args.node_rank)
+    return str(args.num_machines), str(args.machine_rank)
+
+
+def _node_rank_option(parsed: tuple[str, Any]) -> tuple[str, int, int] | None:
     """The node rank and node count that torchrun (``torchrun``, ``-m torch.distributed.run``)
-    or ``accelerate launch`` will use, read with the launcher's own parser; ``None`` for
-    another command, an elastic or c10d rendezvous, or arguments the launcher refuses."""
-    parsed = _parse(command)
-    if parsed is None:
-        return None
+    or ``accelerate launch`` will use, from :func:`_parse`; ``None`` for an elastic or c10d
+    rendezvous."""
     option, args = parsed
-    rank, nodes = (
-        (args.node_rank, args.nnodes)
-        if option.endswith("--node_rank")
-        else (args.machine_rank, args.num_machines)
-    )
+    nodes, rank = _nodes_and_rank(option, args)
     if getattr(args, "rdzv_backend", "static") != "static" or getattr(args, "standalone", False):
         return None
-    if not str(nodes).isdigit() or not str(rank).isdigit():  # "1:4": elastic
+    if not nodes.isdigit() or not rank.isdigit():  # "1:4": elastic
         return None
     return option, int(rank), int(nodes)
 
 
-def _least_nodes(command: Sequence[str]) -> int | None:
+def _least_nodes(parsed: tuple[str, Any]) -> int | None:
     """The fewest nodes torchrun (``--nnodes=2``, elastic ``2:4``) or accelerate launch
-    (``--num_machines``) waits for before any worker starts; ``None`` for another command."""
-    parsed = _parse(command)
-    if parsed is None:
-        return None
-    option, args = parsed
-    nodes = str(args.nnodes if option.endswith("--node_rank") else args.num_machines)
-    least = nodes.partition(":")[0]
+    (``--num_machines``) waits for before any worker starts, from :func:`_parse`."""
+    least = _nodes_and_rank(*parsed)[0].partition(":")[0]
     return int(least) if least.isdigit() and len(least) < 7 else None
 
 
