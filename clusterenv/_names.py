@@ -19,6 +19,7 @@ __all__ = [
     "lookup",
     "lookup_patiently",
     "loopback",
+    "short_name",
 ]
 
 #: One address of the main address, as ``getaddrinfo`` gives it: family and socket address.
@@ -100,6 +101,11 @@ def is_own(addresses: list[Address]) -> bool:
             continue
         return True
     return False
+
+
+def short_name(host: str) -> str:
+    """``cn001`` of ``cn001.cluster.example`` (and of ``CN001``): the same host either way."""
+    return host.partition(".")[0].lower()
 
 
 def is_address(host: str) -> bool:

@@ -36,6 +36,7 @@ from clusterenv._names import (
     is_own,
     lookup,
     lookup_patiently,
+    short_name,
 )
 from clusterenv._nccl import SLINGSHOT, nccl_plugin, wants_network_facts
 from clusterenv._safe import escape, redact_text
@@ -118,11 +119,11 @@ def on_a_node(spec: ResourceSpec, env: Mapping[str, str]) -> bool:
     is then no evidence about the job."""
     if not spec.hostnames:
         return True
-    hosts = {_short(host) for host in spec.hostnames}
-    if _short(socket.gethostname()) in hosts:
+    hosts = {short_name(host) for host in spec.hostnames}
+    if short_name(socket.gethostname()) in hosts:
         return True
     for name in node_names(env):
-        if _short(name) not in hosts:
+        if short_name(name) not in hosts:
             continue
         try:
             if is_own(lookup(name, 0, time.monotonic() + NODE_NAME_S)):
@@ -130,11 +131,6 @@ def on_a_node(spec: ResourceSpec, env: Mapping[str, str]) -> bool:
         except (OSError, TimeoutError):
             continue
     return False
-
-
-def _short(host: str) -> str:
-    """``cn001`` for ``cn001.cluster.example`` (and for ``CN001``)."""
-    return host.partition(".")[0].lower()
 
 
 def main_address_findings(spec: ResourceSpec, machine: Machine) -> list[Finding]:

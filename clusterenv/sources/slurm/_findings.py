@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from clusterenv._finding import Finding, Level
 from clusterenv._gpu import VENDOR_VARIABLES
+from clusterenv._names import short_name
 from clusterenv._reader import parse_integer
 from clusterenv._safe import shorten
 from clusterenv._spec import GpuVendor, ResourceSpec, Role
@@ -150,8 +151,12 @@ def _not_rank_zero(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
     named, here = env.get("MASTER_ADDR", "").strip(), env.get("SLURMD_NODENAME", "").strip()
     if spec.global_rank != 0 or spec.role is not Role.RANK or not named or not here:
         return []
-    nodes = {_short(host) for host in spec.hostnames}
-    if _short(named) == _short(here) or _short(named) not in nodes or spec.world_size < 2:
+    nodes = {short_name(host) for host in spec.hostnames}
+    if (
+        short_name(named) == short_name(here)
+        or short_name(named) not in nodes
+        or spec.world_size < 2
+    ):
         return []
     return [
         Finding(
@@ -172,9 +177,9 @@ def _submit_host(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
     a login node), which is not a node of the job: no rank listens there."""
     submit = env.get("SLURM_SUBMIT_HOST", "").strip()
     named = env.get("MASTER_ADDR", "").strip()
-    if not submit or not spec.hostnames or _short(named) != _short(submit):
+    if not submit or not spec.hostnames or short_name(named) != short_name(submit):
         return []
-    if _short(submit) in {_short(host) for host in spec.hostnames}:
+    if short_name(submit) in {short_name(host) for host in spec.hostnames}:
         return []
     ranks = spec.role is Role.RANK and spec.world_size > 1
     return [
@@ -188,11 +193,6 @@ def _submit_host(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
             level="error" if ranks else "warning",
         )
     ]
-
-
-def _short(host: str) -> str:
-    """``cn001`` of ``cn001.cluster.example``: the same host either way."""
-    return host.partition(".")[0].lower()
 
 
 def _outside_grant(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
