@@ -5,6 +5,7 @@ The builders themselves are checked against real captures (tests/test_testing.py
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -16,6 +17,7 @@ from clusterenv import ResourceSpec, Source, detect_environment, expand_hostlist
 from clusterenv.testing import Launch, slurm_env, task_counts, torchrun_env
 
 __all__ = [
+    "HERE",
     "batch_step",
     "detect",
     "examples",
@@ -25,6 +27,10 @@ __all__ = [
     "task_counts",
     "torchrun_worker",
 ]
+
+#: The node list of a two-node job whose first node is this machine: the pre-flight check
+#: judges this node's facts there (a job of other hosts, a mock, gets the launch's only).
+HERE = f"{socket.gethostname().partition('.')[0]},cn002"
 
 
 def examples(source: Source) -> list[Launch]:

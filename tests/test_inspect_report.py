@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from clusterenv._cli import main
 from clusterenv._cli._report import InspectReport, live_report
 from clusterenv._machine import PACKAGES, Machine, collect_machine
 from clusterenv.testing import slurm_env, torchrun_env
+from tests.envs import HERE
 
 SCHEMA = Path(__file__).parents[1] / "docs" / "schema" / "inspect-v1.json"
 CAPTURES = Path(__file__).parent / "data" / "captures"
@@ -233,8 +233,7 @@ def test_a_wedged_launcher_is_named_and_bounded(
 def test_a_main_address_that_resolves_to_loopback_on_a_multi_node_job_is_a_warning(
     master: str, warned: bool
 ) -> None:
-    here = f"{socket.gethostname().partition('.')[0]},cn002"  # node 1 is this machine
-    env = slurm_env(2, 2, 3, nodelist=here) | {"MASTER_ADDR": master, "CUDA_VISIBLE_DEVICES": ""}
+    env = slurm_env(2, 2, 3, nodelist=HERE) | {"MASTER_ADDR": master, "CUDA_VISIBLE_DEVICES": ""}
     found = [w for w in live_report(env).warnings if w.id == "loopback-main-address"]
     assert bool(found) is warned
     if warned:

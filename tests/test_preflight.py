@@ -21,13 +21,10 @@ from clusterenv import PreflightError, detect_environment
 from clusterenv import _preflight as preflight_module
 from clusterenv._names import lookup_patiently
 from clusterenv.testing import slurm_env, torchrun_env
-from tests.envs import clusterenv_command
+from tests.envs import HERE, clusterenv_command
 
 #: An address no name service resolves (RFC 6761), for "does not resolve on this node".
 NOWHERE = "no-such-host.invalid"
-#: A two-node job whose first node is this machine: the node facts judge it (a job of
-#: other hosts, a mock, gets the launch-level findings only).
-HERE = f"{socket.gethostname().partition('.')[0]},cn002"
 
 
 @pytest.fixture(autouse=True)
