@@ -3,9 +3,10 @@
 # netns-up.sh (N=head: the switch, ce-head): its network namespace and /etc/hosts view, and
 # its own host name in a UTS namespace of its own, as a process on a real node has.
 # With --root, COMMAND runs in the chroot ROOT (Slurm 24.11's), with what chroot-common.sh
-# binds into it (CLUSTERENV_BIND: the venv's Python) and the host's /etc/hosts view. These
-# mounts are made in the mount namespace `ip netns exec` gives the command: they never show
-# on the machine, and they vanish with the last process that uses them.
+# binds into it (CLUSTERENV_BIND: the venv's Python) and the host's /etc/hosts and
+# nsswitch.conf views. These mounts are made in the mount namespace `ip netns exec` gives
+# the command: they never show on the machine, and they vanish with the last process that
+# uses them.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 if [ "${1:-}" = --inside ]; then  # now in the host's namespaces: NAME ROOT COMMAND...
@@ -17,7 +18,10 @@ if [ "${1:-}" = --inside ]; then  # now in the host's namespaces: NAME ROOT COMM
     # shellcheck source=tests/launchers/chroot-common.sh
     source "$here/chroot-common.sh"
     mount_chroot
+    # The host's view, which asks only /etc/hosts (netns-up.sh): the chroot's own
+    # nsswitch.conf would ask a name server no emulated host reaches ('try again').
     mount --bind /etc/hosts "$ROOT/etc/hosts"
+    mount --bind /etc/nsswitch.conf "$ROOT/etc/nsswitch.conf"
     exec chroot "$ROOT" "$@"
 fi
 root=

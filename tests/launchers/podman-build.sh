@@ -14,6 +14,7 @@ source "$(dirname "$0")/podman-common.sh"
 command -v podman >/dev/null || bash "$(dirname "$0")/install.sh"
 if [ ! -f "$ROOT/.clusterenv-image" ]; then
     rm -rf "$ROOT"
+    mkdir -p "$(dirname "$ROOT")"  # a fresh machine: no other chroot made it yet
     debootstrap --variant=minbase bookworm "$ROOT" http://deb.debian.org/debian \
         >"$ROOT.debootstrap.log" 2>&1 || fail "debootstrap failed (log: $ROOT.debootstrap.log)"
     touch "$ROOT/.clusterenv-image"

@@ -14,7 +14,7 @@ log() { echo "$(basename "$0" .sh): $*" >&2; }
 # Say what failed, with the tail of every daemon log in LOG_DIR, and stop.
 fail() {
     log "$*"
-    for f in "$LOG_DIR"/*.log; do
+    for f in "${LOG_DIR:-/nonexistent}"/*.log; do  # a script with no daemon sets none
         [ -f "$f" ] && { echo "--- tail of $f" >&2; tail -n 20 "$f" >&2; }
     done
     exit 1
