@@ -8,8 +8,9 @@ interfaces, its name service, its container) on each node's local rank 0. Errors
 is certain — raise :class:`~clusterenv.exceptions.PreflightError` on every rank.
 ``CLUSTERENV_STRICT=1`` makes warnings fail too; ``CLUSTERENV_IGNORE=id,...`` silences those
 findings; ``CLUSTERENV_PREFLIGHT=0`` skips the check,
-``CLUSTERENV_PREFLIGHT=launch`` keeps only what the variables say (the pytest plugin's
-``cluster_env`` sets it: a mocked launch's node is not the machine the test runs on).
+``CLUSTERENV_PREFLIGHT=launch`` keeps only what the variables say. This node's facts are
+judged only on a node of the job (:func:`on_a_node`): a mock of another machine's launch
+gets the launch's findings alone.
 """
 
 from __future__ import annotations
@@ -221,7 +222,7 @@ def preflight(
         return []
     silenced = ignored(env)
     spec = detect_environment(env) if spec is None else spec
-    job = kept(diagnose(spec, env) + command_findings(spec, command), silenced)
+    job = kept(diagnose(spec, env) + command_findings(spec, command, env), silenced)
     job = [finding for finding in job if finding.level != "info"]
     node = [] if mode == "launch" else kept(node_findings(spec, env), silenced)
     node = [finding for finding in node if finding.level != "info"]

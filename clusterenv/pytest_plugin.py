@@ -6,10 +6,11 @@
 
 ``cluster_env(mapping)`` first removes every launcher variable of the real environment
 (a test run inside a Slurm job or under torchrun must not leak into the test), then sets
-``mapping`` and ``CLUSTERENV_PREFLIGHT=launch``: the pre-flight check of the adapters then
-judges the mocked launch but not this machine's name service and interfaces (the mocked
-nodes' names do not resolve here). ``fake_gpus(n, vendor)`` makes this machine look as if
-it had ``n`` GPUs, for clusterenv's probe and for ``torch.cuda``. Both are undone after the test.
+``mapping``. The pre-flight check of the adapters judges the mocked launch; this machine's
+name service and interfaces only when the mapping names this machine among the job's
+hosts (the mocked nodes' names need not resolve here). ``fake_gpus(n, vendor)`` makes this
+machine look as if it had ``n`` GPUs, for clusterenv's probe and for ``torch.cuda``. Both
+are undone after the test.
 """
 
 from __future__ import annotations
@@ -34,13 +35,11 @@ __all__ = ["cluster_env", "fake_gpus"]
 
 @pytest.fixture
 def cluster_env(monkeypatch: pytest.MonkeyPatch) -> Callable[[Mapping[str, str]], dict[str, str]]:
-    """Replace the launcher variables of ``os.environ`` by a mapping (with
-    ``CLUSTERENV_PREFLIGHT=launch``, unless the mapping says otherwise); returns the mapping."""
+    """Replace the launcher variables of ``os.environ`` by a mapping; returns the mapping."""
 
     def apply(env: Mapping[str, str]) -> dict[str, str]:
         for name in launcher_variables(os.environ, redact=False):
             monkeypatch.delenv(name)
-        monkeypatch.setenv("CLUSTERENV_PREFLIGHT", "launch")
         for name, value in env.items():
             monkeypatch.setenv(name, value)
         return dict(env)

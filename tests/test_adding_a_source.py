@@ -48,17 +48,34 @@ def _pytest(copy: Path, *args: str, update: bool = False) -> subprocess.Complete
     )
 
 
-@pytest.fixture(scope="module")
-def copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The repository's files, with the template source added as the guide says."""
-    root = tmp_path_factory.mktemp("repository")
+#: What an sdist or `git archive` unpacked, or a test run, adds that is no source file.
+_BUILT = ("build", "dist", "__pycache__", "*.egg-info", ".nox", ".*_cache", ".hypothesis")
+
+
+def _files() -> list[str]:
+    """The repository's files: git's list in a checkout, else (an sdist, `git archive`)
+    every file but what builds and test runs leave."""
+    if not (ROOT / ".git").exists():
+        ignore = shutil.ignore_patterns(*_BUILT)
+        found: list[str] = []
+        for folder, names, files in os.walk(ROOT):
+            names[:] = sorted(set(names) - ignore(folder, names))
+            found += [os.path.relpath(os.path.join(folder, f), ROOT) for f in files]
+        return found
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=ROOT,
         capture_output=True,
         check=True,
     ).stdout.decode()
-    for name in filter(None, listed.split("\0")):
+    return list(filter(None, listed.split("\0")))
+
+
+@pytest.fixture(scope="module")
+def copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The repository's files, with the template source added as the guide says."""
+    root = tmp_path_factory.mktemp("repository")
+    for name in _files():
         if (ROOT / name).is_file():
             (root / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, root / name)

@@ -171,6 +171,42 @@ def test_a_main_address_that_is_the_submit_host() -> None:
     assert "slurm.main-address-submit-host" not in found(inside)  # submitted from a node
 
 
+def test_a_main_address_that_is_the_host_srun_ran_on() -> None:
+    """Issue 47: MASTER_ADDR=$SLURM_LAUNCH_NODE_IPADDR in a step that srun started from an
+    salloc shell or a login node (no ENVIRONMENT=BATCH): that host is no node of the job, a
+    warning (a site may run salloc's shell on the first node). Silent in a step the job
+    script started, where srun ran on the first node."""
+    outside = slurm_env(2, 2, 1) | {
+        "SLURM_SUBMIT_HOST": "login1",
+        "SLURM_LAUNCH_NODE_IPADDR": "198.18.0.254",
+    }
+    named = outside | {"MASTER_ADDR": "198.18.0.254"}
+    assert found(named).get("slurm.main-address-launch-host") == "warning"
+    assert "slurm.main-address-launch-host" not in found(named | {"ENVIRONMENT": "BATCH"})
+    assert "slurm.main-address-launch-host" not in found(outside)
+    assert "slurm.main-address-launch-host" not in found(named | {"SLURM_SUBMIT_HOST": "cn001"})
+
+
+def test_a_rendezvous_endpoint_the_ranks_cannot_meet_at() -> None:
+    """Issue 47: `srun clusterenv run torchrun --rdzv-endpoint=$SLURM_LAUNCH_NODE_IPADDR`
+    from a login node: no agent hosts the rendezvous there, and the agents wait before any
+    worker starts, so only the launcher's command line can tell."""
+    pytest.importorskip("torch")
+    env = slurm_env(2, 1, 0) | {"SLURM_SUBMIT_HOST": "login1"}
+    env |= {"SLURM_LAUNCH_NODE_IPADDR": "198.18.0.254"}
+    spec = spec_of(env)
+    torchrun = ["torchrun", "--nnodes=2", "--rdzv-backend=c10d", "--nproc-per-node=2"]
+
+    def ids(endpoint: str, where: dict[str, str]) -> list[str]:
+        command = [*torchrun, f"--rdzv-endpoint={endpoint}", "train.py"]
+        return [f.id for f in command_findings(spec, command, where)]
+
+    assert ids("198.18.0.254:29400", env) == ["slurm.main-address-launch-host"]
+    assert ids("login1:29400", env) == ["slurm.main-address-submit-host"]
+    assert ids("cn001:29400", env) == []  # the corrected twin: the job's first node
+    assert ids("198.18.0.254:29400", env | {"ENVIRONMENT": "BATCH"}) == []
+
+
 def test_nccl_over_slingshot_without_its_plugin() -> None:
     """A rank of a multi-node NVIDIA job on a node with Slingshot NICs, without NCCL's
     network plugin; silent with the plugin, without Slingshot, or on one node."""
@@ -276,6 +312,7 @@ def test_torchrun_given_another_nodes_rank_stops_before_the_rendezvous(
 ) -> None:
     """`srun torchrun --node_rank=$SLURM_NODEID` in double quotes: the job script expands it
     once, to 0, so node 1's agent claims node 0 too and both wait for node 1 forever."""
+    pytest.importorskip("torch")  # torchrun's own parser reads the options
     task = slurm_env(2, 1, 1) | {"CLUSTERENV_PREFLIGHT": "launch"}  # node 1 of 2
     torchrun = ["torch.distributed.run", "--nnodes=2", "--nproc-per-node=2", "train.py"]
     (error,) = command_findings(spec_of(task), [*torchrun[:2], "--node_rank=0", *torchrun[2:]])

@@ -15,6 +15,7 @@ from typing import Any
 from unittest import mock
 
 import pytest
+from pytest_mock import MockerFixture
 
 import clusterenv
 from clusterenv import PreflightError, detect_environment
@@ -114,7 +115,9 @@ def test_strict_fails_on_warnings_and_the_opt_out_skips(
 
 
 def test_the_lightning_adapter_runs_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    cl = pytest.importorskip("clusterenv.lightning")
+    pytest.importorskip("lightning")  # clusterenv.lightning raises its own error without it
+    import clusterenv.lightning as cl  # noqa: PLC0415
+
     for name, value in slurm_env(nodes=2, nodelist=HERE, tasks_per_node=1, procid=1).items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("MASTER_ADDR", NOWHERE)
@@ -127,7 +130,9 @@ def test_the_lightning_adapter_runs_it(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_torch_adapter_stops_before_the_process_group(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    ct = pytest.importorskip("clusterenv.torch")
+    pytest.importorskip("torch")  # clusterenv.torch raises its own error without it
+    import clusterenv.torch as ct  # noqa: PLC0415
+
     dist = pytest.importorskip("torch.distributed")
 
     for name, value in slurm_env(nodes=2, nodelist=HERE, tasks_per_node=1, procid=1).items():
@@ -140,7 +145,8 @@ def test_the_torch_adapter_stops_before_the_process_group(
 
 def test_the_jax_adapter_stops_before_initialize(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("jax")
-    cj = pytest.importorskip("clusterenv.jax")
+    pytest.importorskip("jax")  # clusterenv.jax raises its own error without it
+    import clusterenv.jax as cj  # noqa: PLC0415
 
     spec = detect_environment(
         dict(slurm_env(nodes=2, nodelist=HERE, procid=1), MASTER_ADDR=NOWHERE)
@@ -265,6 +271,15 @@ def test_a_mock_of_a_multi_node_launch_works_on_a_machine_outside_it(
         assert cl.trainer_kwargs(package="lightning")["num_nodes"] == 2
     with mock.patch.dict(os.environ, dict(task, SLURMD_NODENAME="cn002")):
         assert "main-address-unresolved" not in check(dict(os.environ))
+
+
+def test_a_pytest_mock_of_a_multi_node_launch_works(mocker: MockerFixture) -> None:
+    """The same with pytest-mock, as its users write it (``mocker.patch.dict``)."""
+    pytest.importorskip("lightning")
+    import clusterenv.lightning as cl  # noqa: PLC0415
+
+    mocker.patch.dict(os.environ, slurm_env(nodes=2, tasks_per_node=4, gpus_per_node=4, procid=5))
+    assert cl.trainer_kwargs(package="lightning")["num_nodes"] == 2
 
 
 def test_clusterenv_ignore_silences_exactly_the_named_finding(

@@ -75,6 +75,17 @@ def test_the_scripts_own_error_is_its_own(project: Path) -> None:
     assert "clusterenv/_cli" not in result.stderr
 
 
+@pytest.mark.parametrize("text", [b"def f(:\n", b"\x7fELF\x00\x01"], ids=["syntax", "binary"])
+def test_a_script_that_does_not_compile_shows_its_error_alone(project: Path, text: bytes) -> None:
+    """As python shows it: no traceback of clusterenv's or runpy's frames (a program given
+    where a script belongs, `clusterenv run python -m ...`, is a binary)."""
+    (project / "broken.py").write_bytes(text)
+    result = run("broken.py", cwd=project)
+    assert result.returncode == 1
+    assert "SyntaxError" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_a_scripts_exit_status_is_kept(project: Path) -> None:
     (project / "exits.py").write_text("import sys\nsys.exit(3)\n")
     assert run("exits.py", cwd=project).returncode == 3

@@ -110,6 +110,7 @@ def test_an_ssh_session_into_a_node_is_told_it_is_not_a_task() -> None:
 
 def test_a_node_rank_expanded_once_is_named_where_the_launcher_starts() -> None:
     """No worker starts (the agents wait), so the launcher's own command is what tells."""
+    pytest.importorskip("torch")  # torchrun's own parser reads the options
     spec = inspect_report(TASK, {}, Machine()).spec
     torchrun = ["torchrun", "--nnodes=2", "--node_rank=0", "train.py"]
     assert [f.id for f in command_findings(spec, torchrun)] == ["torchelastic.node-rank-mismatch"]

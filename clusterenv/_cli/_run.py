@@ -74,4 +74,6 @@ def _print_script_traceback(error: BaseException, script: str | None) -> None:
     tb = error.__traceback__
     while tb is not None and before_the_script(tb.tb_frame.f_code.co_filename):
         tb = tb.tb_next
-    traceback.print_exception(type(error), error, tb or error.__traceback__)
+    # No frame of the script (it did not compile: a SyntaxError, a binary): the error
+    # alone, as python prints it, never clusterenv's frames.
+    traceback.print_exception(type(error), error, tb)

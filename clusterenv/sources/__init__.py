@@ -60,7 +60,8 @@ def present(env: Mapping[str, str]) -> list[Detector]:
     present, last). In a task that a scheduler started itself, the variables its task
     launcher's MPI plugins set (PMI, PALS) are the scheduler's, not another launcher's; a
     rank that a launcher started inside a platform's node process, or in a batch job's
-    script, is the launcher's."""
+    script, is the launcher's (in a job script even an incomplete set of its variables is:
+    the launcher's source then names what is missing)."""
     return _arbitrated(_having(env), env)
 
 
@@ -73,6 +74,8 @@ def _arbitrated(found: list[Detector], env: Mapping[str, str]) -> list[Detector]
         found = [detector for detector in found if not detector.borrowable(env)]
     if any(detector.starts_ranks(env) for detector in found):
         found = [detector for detector in found if not detector.hosts_launchers(env)]
+    elif any(detector.claims_ranks(env) for detector in found):
+        found = [detector for detector in found if not detector.in_job_script(env)]
     return found
 
 
@@ -93,7 +96,18 @@ def node_names(env: Mapping[str, str]) -> list[str]:
     return [name for name in named if name]
 
 
-def command_findings(spec: ResourceSpec, command: Sequence[str]) -> list[Finding]:
+def command_findings(
+    spec: ResourceSpec, command: Sequence[str], env: Mapping[str, str] | None = None
+) -> list[Finding]:
     """What the sources know breaks ``command``, a launcher about to start in ``spec``'s
-    process (`clusterenv run` wrapping torchrun)."""
-    return [finding for d in DETECTORS for finding in d.command_findings(spec, command)]
+    process (`clusterenv run` wrapping torchrun): the launcher's own findings, then what the
+    schedulers of ``env`` (that process's variables) know of the host it makes the ranks
+    meet at."""
+    found = [finding for d in DETECTORS for finding in d.command_findings(spec, command)]
+    meets = next(filter(None, (d.command_main_address(command) for d in DETECTORS)), None)
+    if meets is None:
+        return found
+    given, named = meets
+    env = {} if env is None else env
+    around = _having(env)
+    return found + [f for d in around for f in d.main_address_findings(spec, env, named, given)]

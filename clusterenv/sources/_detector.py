@@ -100,6 +100,14 @@ class Detector(ABC):
         (their process may carry a stray ``RANK``)."""
         return False
 
+    def claims_ranks(self, env: Mapping[str, str]) -> bool:
+        """Whether ``env`` carries this launcher's rank variables at all, complete or not
+        (``RANK`` and ``WORLD_SIZE`` without ``LOCAL_WORLD_SIZE``). In a job script only a
+        launcher starts ranks, so this launcher then reads them, and refuses an incomplete
+        set by name, rather than every rank reading as the job script; a :attr:`per_node`
+        platform yields only to a complete set (:meth:`starts_ranks`)."""
+        return self.starts_ranks(env)
+
     @property
     def schedules_jobs(self) -> bool:
         """Whether this source is a batch scheduler, which its ``batch`` or ``shell`` role
@@ -113,7 +121,12 @@ class Detector(ABC):
         :attr:`per_node` platform's node process, or a batch scheduler's job script (one it
         did not start as a task). A rank a launcher :meth:`started <starts_ranks>` is then
         the launcher's."""
-        return self.per_node or (self.schedules_jobs and not self.runs_task(env))
+        return self.per_node or self.in_job_script(env)
+
+    def in_job_script(self, env: Mapping[str, str]) -> bool:
+        """Whether ``env``'s process is this batch scheduler's job script or allocation
+        shell: a process of its job that it did not start as a task."""
+        return self.schedules_jobs and not self.runs_task(env)
 
     def main_address(self, reader: EnvReader, fields: Fields) -> str | None:
         """Rank 0's host as this scheduler names it (``None``: it does not), asked only
@@ -147,6 +160,19 @@ class Detector(ABC):
     def command_findings(self, spec: ResourceSpec, command: Sequence[str]) -> list[Finding]:
         """Findings about ``command``, this launcher's own command line, about to run in the
         process ``spec`` describes (``clusterenv run -m torch.distributed.run ...``)."""
+        return []
+
+    def command_main_address(self, command: Sequence[str]) -> tuple[str, str] | None:
+        """The option of ``command``, this launcher's command line, that names the host its
+        ranks meet at, and that host (``("--rdzv-endpoint", "n1")``); ``None`` where the
+        command names none."""
+        return None
+
+    def main_address_findings(
+        self, spec: ResourceSpec, env: Mapping[str, str], named: str, given: str
+    ) -> list[Finding]:
+        """What this scheduler knows of ``named``, the host that ``given`` (an option of a
+        launcher's command line) makes the ranks of ``spec``'s job meet at."""
         return []
 
     def facts(self, spec: ResourceSpec) -> LaunchFacts:

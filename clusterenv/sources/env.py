@@ -35,7 +35,8 @@ CONTRACT = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 _LOCAL_SIZE = ("LOCAL_WORLD_SIZE", "LOCAL_SIZE")
 _HINT = (
     "the launcher sets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE (DeepSpeed: LOCAL_SIZE), "
-    "MASTER_ADDR and MASTER_PORT together in every process; check the launch script"
+    "MASTER_ADDR and MASTER_PORT together in every process: a script that starts ranks "
+    "itself exports all six (LOCAL_WORLD_SIZE: its ranks per node), or starts them with torchrun"
 )
 
 
@@ -74,6 +75,9 @@ class EnvDetector(Detector):
         return all(name in env for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK")) and any(
             name in env for name in _LOCAL_SIZE
         )
+
+    def claims_ranks(self, env: Mapping[str, str]) -> bool:
+        return self.present(env)
 
     def read(self, reader: EnvReader, gpus: Gpus) -> Fields:
         needed = (("LOCAL_RANK",), _LOCAL_SIZE, ("MASTER_ADDR",), ("MASTER_PORT",))

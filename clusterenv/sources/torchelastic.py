@@ -8,6 +8,7 @@ an allocation torchrun, not srun, is what started this process.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 from collections.abc import Mapping, Sequence
@@ -81,7 +82,7 @@ class TorchElasticDetector(Detector):
         process's node: under the static rendezvous two agents claim one node rank and
         wait for the missing one forever, before any worker starts (issue 39:
         ``--node_rank=$SLURM_NODEID`` expanded once, in the job script, is 0 on every node)."""
-        parsed = _parse(command)  # the launcher's own parser, built once
+        parsed = _parse(tuple(command))
         if parsed is None:
             return []
         least = _least_nodes(parsed)
@@ -118,8 +119,32 @@ class TorchElasticDetector(Detector):
             )
         ]
 
+    def command_main_address(self, command: Sequence[str]) -> tuple[str, str] | None:
+        """torchrun's ``--rdzv-endpoint`` (or an explicit ``--master-addr``), accelerate
+        launch's ``--main_process_ip``."""
+        parsed = _parse(tuple(command))
+        if parsed is None:
+            return None
+        args = parsed[1]
+        endpoint = str(getattr(args, "rdzv_endpoint", "") or "")
+        if endpoint:
+            return "--rdzv-endpoint", _host(endpoint)
+        if getattr(args, "main_process_ip", None):
+            return "--main_process_ip", str(args.main_process_ip)
+        if any(word.startswith(("--master-addr", "--master_addr")) for word in command):
+            return "--master-addr", str(args.master_addr)
+        return None
+
 
 _PER_NODE = (Role.RANK, Role.NODE)
+
+
+def _host(endpoint: str) -> str:
+    """The host of a rendezvous endpoint: ``n1:29400`` -> ``n1``, ``[fd00::1]:29400`` ->
+    ``fd00::1``."""
+    if endpoint.startswith("["):
+        return endpoint[1:].partition("]")[0]
+    return endpoint.rpartition(":")[0] if endpoint.count(":") == 1 else endpoint
 
 
 def _nodes_and_rank(option: str, args: Any) -> tuple[str, str]:
@@ -155,7 +180,8 @@ _TORCHRUN = ("torchrun", "torch.distributed.run")
 _ACCELERATE = "accelerate.commands.launch"
 
 
-def _parse(command: Sequence[str]) -> tuple[str, Any] | None:
+@functools.lru_cache(maxsize=4)  # both findings and the main address read one parse
+def _parse(command: tuple[str, ...]) -> tuple[str, Any] | None:
     """``command``'s arguments as its launcher's parser reads them (its output silenced, as
     for ``--help``: the launcher prints it itself)."""
     name = os.path.basename(command[0]) if command else ""

@@ -7,6 +7,7 @@ against the launcher's own truth (Slurm's node names, torch.distributed, MPI's r
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,8 +18,10 @@ from clusterenv import ResourceSpec
 from clusterenv._diagnose import diagnose
 from tests.launchers.harness import (
     ON_HOST,
+    REPORT,
     Cluster,
     capture_name,
+    free_port,
     launch,
     node_lists,
     record_capture,
@@ -237,3 +240,36 @@ def test_the_preflight_check_names_what_one_host_lacks(tmp_path: Path, net_slurm
     assert missing.stdout.split("\n").count("['interface-missing']") == 6
     present = run(f"NCCL_SOCKET_IFNAME=ib0 srun -N3 {PREFLIGHT}", tmp_path, 90, net_slurm)
     assert "clusterenv:" not in present.stderr
+
+
+#: torchrun under srun meeting at SLURM_LAUNCH_NODE_IPADDR, the address of the host srun
+#: ran on (issue 47), expanded in each task: run by `clusterenv run`, whose pre-flight check
+#: reads the launcher's options.
+AT_LAUNCH_HOST = (
+    "srun -N2 bash -c '{python} -m clusterenv run -m torch.distributed.run --nnodes=2"
+    " --nproc-per-node=1 --rdzv-backend=c10d --rdzv-endpoint=$SLURM_LAUNCH_NODE_IPADDR:{port}"
+    " --rdzv-id=lh {report} {out}'"
+)
+
+
+@pytest.mark.slurm
+@pytest.mark.usefixtures("torchrun")
+def test_a_rendezvous_at_the_host_srun_ran_on(tmp_path: Path, net_slurm: Cluster) -> None:
+    """From the head (a login node), SLURM_LAUNCH_NODE_IPADDR is the head's address, where no
+    agent hosts the rendezvous: named where the launcher starts (CLUSTERENV_STRICT stops it
+    there, before the agents wait); the same line in a job script meets at the first node
+    and trains, silent."""
+    named = "clusterenv: warning [slurm.main-address-launch-host]"
+    outside = run(f"CLUSTERENV_STRICT=1 {AT_LAUNCH_HOST}", tmp_path, 90, net_slurm)
+    assert outside.returncode != 0
+    assert named in outside.stderr
+    assert not list((tmp_path / "records").glob("*.json"))  # no worker started
+    script = tmp_path / "job.sh"
+    out, python = tmp_path / "records", sys.executable
+    line = AT_LAUNCH_HOST.format(python=python, report=REPORT, out=out, port=free_port())
+    script.write_text(f"#!/bin/bash\n{line}\n")
+    log = tmp_path / "job.out"
+    inside = run(f"sbatch --wait -N2 -o {log} {script}", tmp_path, 120, net_slurm)
+    assert inside.returncode == 0, log.read_text()[-3000:]
+    assert "main-address-launch-host" not in log.read_text()
+    assert len(list((tmp_path / "records").glob("*.json"))) == 2

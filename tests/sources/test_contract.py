@@ -18,6 +18,7 @@ import pytest
 from clusterenv import ResourceSpec, Role, Source, explain_environment
 from clusterenv._capture import launcher_variables
 from clusterenv._diagnose import diagnose
+from clusterenv.exceptions import MissingVariableError
 from clusterenv.sources import DETECTORS, Detector, detector_for, present
 from clusterenv.testing import Launch, lsf_env, pbs_env
 from tests.available import require_modules
@@ -162,6 +163,25 @@ def test_a_launcher_started_in_a_job_script_owns_its_ranks(source: Source, launc
     rank = Launch({**launch, **_DEEPSPEED}, launch.files, launch.answers)
     inner = explain_environment(rank, gpu_probe=tuple, read_file=rank.read_file, ask=rank.ask).spec
     assert (inner.source, inner.global_rank, inner.world_size) == (Source.ENV, 1, 2)
+
+
+@pytest.mark.parametrize(("source", "launch"), CASES, ids=IDS)
+def test_a_job_scripts_own_ranks_are_never_its_rank_0(source: Source, launch: Launch) -> None:
+    """Issue 47: processes a job script starts itself (its own loop, a pbsdsh wrapper) with
+    RANK, WORLD_SIZE, LOCAL_RANK and the main address but no LOCAL_WORLD_SIZE are refused by
+    name in each of them, never read as the job script (rank 0 in every process)."""
+    spec = explain_environment(
+        launch, gpu_probe=tuple, read_file=launch.read_file, ask=launch.ask
+    ).spec
+    if spec.role not in (Role.BATCH, Role.SHELL):
+        return
+    for rank in range(2):
+        given = {**_DEEPSPEED, "RANK": str(rank), "LOCAL_RANK": str(rank)}
+        del given["LOCAL_SIZE"]
+        task = Launch({**launch, **given}, launch.files, launch.answers)
+        with pytest.raises(MissingVariableError, match="LOCAL_WORLD_SIZE") as refused:
+            explain_environment(task, gpu_probe=tuple, read_file=task.read_file, ask=task.ask)
+        assert refused.value.variables == ("LOCAL_WORLD_SIZE",)
 
 
 @pytest.mark.parametrize("detector", DETECTORS, ids=[d.source.value for d in DETECTORS])

@@ -31,6 +31,7 @@ from clusterenv.exceptions import HostlistError, InconsistentEnvironmentError, M
 from clusterenv.hostlist import count_hosts, expand_hostlist
 from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Roles
 from clusterenv.sources.slurm._findings import FINDING_IDS, NTASKS, slurm_findings
+from clusterenv.sources.slurm._main_address import main_address_findings
 from clusterenv.sources.slurm._placement import rank_zero_node
 from clusterenv.sources.slurm._resources import granted_cpus, slurm_gpus
 from clusterenv.sources.slurm._values import TaskLayout, at_most, het, parse_gpu_count
@@ -129,6 +130,11 @@ class SlurmDetector(Detector):
         self, spec: ResourceSpec, env: Mapping[str, str], present: Sequence[Detector]
     ) -> list[Finding]:
         return slurm_findings(self, spec, env, present)
+
+    def main_address_findings(
+        self, spec: ResourceSpec, env: Mapping[str, str], named: str, given: str
+    ) -> list[Finding]:
+        return main_address_findings(spec, env, named, given)
 
     def _step(self, reader: EnvReader) -> tuple[Fields, int | None]:
         """One task of an srun step: the step's geometry, this task's ranks."""

@@ -6,12 +6,12 @@ from collections.abc import Mapping, Sequence
 
 from clusterenv._finding import Finding, Level
 from clusterenv._gpu import VENDOR_VARIABLES
-from clusterenv._names import short_name
 from clusterenv._reader import parse_integer
 from clusterenv._safe import shorten
 from clusterenv._spec import GpuVendor, ResourceSpec, Role
 from clusterenv.exceptions import ClusterEnvError
 from clusterenv.sources._detector import Detector
+from clusterenv.sources.slurm._main_address import main_address_findings
 from clusterenv.sources.slurm._values import TaskLayout
 
 __all__ = ["FINDING_IDS", "NTASKS", "slurm_findings"]
@@ -29,6 +29,7 @@ FINDING_IDS = tuple(
         "het-component-0",
         "job-name",
         "launcher-in-batch-step",
+        "main-address-launch-host",
         "main-address-not-rank-0",
         "main-address-submit-host",
         "ntasks-without-per-node",
@@ -141,58 +142,8 @@ def slurm_findings(
         "info",
     )
     found += _cpus_and_steps(slurm, spec, env, present) + _outside_grant(spec, env)
-    return found + _submit_host(spec, env) + _not_rank_zero(spec, env)
-
-
-def _not_rank_zero(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
-    """Rank 0 on one node of the job while ``MASTER_ADDR`` names another (the node list's
-    first, where ``--distribution=arbitrary`` put task 0 on SLURM_HOSTFILE's first line):
-    every rank looks for rank 0 where nobody listens. Only rank 0 can tell."""
-    named, here = env.get("MASTER_ADDR", "").strip(), env.get("SLURMD_NODENAME", "").strip()
-    if spec.global_rank != 0 or spec.role is not Role.RANK or not named or not here:
-        return []
-    nodes = {short_name(host) for host in spec.hostnames}
-    if (
-        short_name(named) == short_name(here)
-        or short_name(named) not in nodes
-        or spec.world_size < 2
-    ):
-        return []
-    return [
-        Finding(
-            id="slurm.main-address-not-rank-0",
-            message=f"MASTER_ADDR={shorten(named)!r} is a node of the job, but rank 0 runs "
-            f"on {shorten(here)} (SLURMD_NODENAME): the ranks look for rank 0 on "
-            f"{shorten(named)}, where nobody listens",
-            fix="unset MASTER_ADDR (clusterenv derives rank 0's node, SLURM_HOSTFILE's first "
-            "line under --distribution=arbitrary), or set it to the node of task 0, not the "
-            "first of the node list",
-            level="error",
-        )
-    ]
-
-
-def _submit_host(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
-    """``MASTER_ADDR`` naming the host the job was submitted from (``$(hostname)`` typed on
-    a login node), which is not a node of the job: no rank listens there."""
-    submit = env.get("SLURM_SUBMIT_HOST", "").strip()
     named = env.get("MASTER_ADDR", "").strip()
-    if not submit or not spec.hostnames or short_name(named) != short_name(submit):
-        return []
-    if short_name(submit) in {short_name(host) for host in spec.hostnames}:
-        return []
-    ranks = spec.role is Role.RANK and spec.world_size > 1
-    return [
-        Finding(
-            id="slurm.main-address-submit-host",
-            message=f"MASTER_ADDR={shorten(named)!r} is the host the job was submitted from "
-            f"(SLURM_SUBMIT_HOST), not one of its nodes ({shorten(','.join(spec.hostnames))}): "
-            "no rank listens there, so the ranks wait for rank 0 in vain",
-            fix="unset MASTER_ADDR (clusterenv derives rank 0's node), or set it inside the "
-            "job to its first node: $(scontrol show hostnames $SLURM_JOB_NODELIST | head -n1)",
-            level="error" if ranks else "warning",
-        )
-    ]
+    return found + (main_address_findings(spec, env, named, "MASTER_ADDR") if named else [])
 
 
 def _outside_grant(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
