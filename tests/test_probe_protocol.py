@@ -164,6 +164,31 @@ def test_a_dripping_stranger_delays_no_one() -> None:
     assert not isinstance(results[1], ProbeError)
 
 
+def test_a_rank_0_that_drips_its_answer_keeps_the_timeout() -> None:
+    """Issue 47: something on rank 0's port that answers a byte every half second, never a
+    line: the rank says so at its deadline, not GRACE_S after it."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        address = listener.getsockname()
+
+        def serve() -> None:
+            with contextlib.suppress(OSError):
+                while True:
+                    conn, _ = listener.accept()
+                    with conn:
+                        for _ in range(40):
+                            conn.sendall(b"{")
+                            time.sleep(0.5)
+
+        threading.Thread(target=serve, daemon=True).start()
+        hello = FORGED.model_copy(update={"host": "n2"})
+        deadline = time.monotonic() + 1.0
+        with pytest.raises(ProbeError, match="not as rank 0"):
+            _client.ask("127.0.0.1", address, hello, b"k", deadline, taken=False)
+        assert time.monotonic() < deadline + _client.LINE_S + 1.0
+
+
 def test_a_rank_slower_than_the_hello_limit_is_asked_again_not_judged(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -405,8 +430,9 @@ def test_the_backend_check_is_stopped_at_its_time(monkeypatch: pytest.MonkeyPatc
 def test_a_fake_rank_0_that_drips_bytes_keeps_no_rank_past_its_deadline(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A byte every 0.1 s, never a line: the exchange ends at the deadline plus the grace
-    (a timeout per read would restart with every byte), as a timeout the rank reports."""
+    """A byte every 0.1 s, never a line: the exchange ends by the deadline plus the grace
+    (a timeout per read would restart with every byte) with what came, which the rank
+    then judges as no answer of rank 0's."""
     monkeypatch.setattr(_client, "GRACE_S", 0.2)
     stop = threading.Event()
     with socket.create_server(("127.0.0.1", 0)) as server:
@@ -422,8 +448,11 @@ def test_a_fake_rank_0_that_drips_bytes_keeps_no_rank_past_its_deadline(
         thread = threading.Thread(target=dripper, daemon=True)
         thread.start()
         try:
-            with pytest.raises(TimeoutError):
-                _client._exchange(server.getsockname(), b"hello\n", time.monotonic() + 0.5)
+            deadline = time.monotonic() + 0.5
+            assert set(_client._exchange(server.getsockname(), b"hello\n", deadline) or "") == {
+                ord("x")
+            }
+            assert time.monotonic() < deadline + 0.2 + TIMEOUT
         finally:
             stop.set()
             thread.join(timeout=TIMEOUT)

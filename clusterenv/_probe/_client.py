@@ -28,6 +28,8 @@ __all__ = ["ask", "pause_s"]
 _CONNECT_RETRY_S = 0.05
 #: How long after the deadline rank 0 may still answer (a rank told to retry asks late).
 GRACE_S = 5.0
+#: How long an answer that has begun may take to end (rank 0 sends it in one write).
+LINE_S = 0.5
 
 
 def ask(
@@ -135,13 +137,24 @@ def _exchange(address: tuple[str, int], data: bytes, deadline: float) -> bytes |
             conn.sendall(data)
             while b"\n" not in reply and len(reply) <= MAX_MESSAGE:
                 left = end - time.monotonic()
-                if left <= 0:
+                if left <= 0 and not reply:
                     raise TimeoutError(110, "rank 0 did not answer in time")
+                if left <= 0:  # a line dripped past its bound: judged as what came
+                    break
                 conn.settimeout(left)
-                chunk = conn.recv(MAX_MESSAGE + 1 - len(reply))
+                try:
+                    chunk = conn.recv(MAX_MESSAGE + 1 - len(reply))
+                except TimeoutError:
+                    if not reply:
+                        raise
+                    break
                 if not chunk:  # closed: what came so far is the answer, judged as such
                     break
                 reply += chunk
+                # Rank 0 writes its answer at once: once it has begun, the line is due
+                # within LINE_S, whatever the deadline (a byte every half second must not
+                # hold this rank until deadline + GRACE_S).
+                end = min(end, time.monotonic() + LINE_S)
         except (ConnectionResetError, BrokenPipeError):  # dropped: rank 0 never does that
             return None
     if not reply:
