@@ -91,9 +91,14 @@ MANUAL = {
 }
 
 
+@pytest.mark.parametrize("main", [{}, {"MASTER_ADDR": "tioga12"}], ids=["flux", "exported"])
 @pytest.mark.parametrize(("rank", "node"), [(0, 0), (1, 1), (2, 1), (3, 0)])
-def test_flux_s_taskmap_gives_each_rank_its_node_and_rank_0_its_host(rank: int, node: int) -> None:
-    env = flux_env(2, 2, rank) | {"FLUX_TASK_LOCAL_ID": str((0, 0, 1, 1)[rank])}
+def test_flux_s_taskmap_gives_each_rank_its_node_and_rank_0_its_host(
+    rank: int, node: int, main: dict[str, str]
+) -> None:
+    """With or without the MASTER_ADDR that Flux's hint exports (issue 47): the node comes
+    from Flux's taskmap, never from the rank and the tasks per node."""
+    env = flux_env(2, 2, rank) | {"FLUX_TASK_LOCAL_ID": str((0, 0, 1, 1)[rank])} | main
     spec = detect_environment(env, gpu_probe=lambda: (), ask=recorded(MANUAL))
     assert (spec.node_rank, spec.devices_per_node, spec.master_addr) == (node, 2, "tioga12")
     origins = explain_environment(env, gpu_probe=lambda: (), ask=recorded(MANUAL)).variables
