@@ -144,7 +144,6 @@ def test_the_torch_adapter_stops_before_the_process_group(
 
 
 def test_the_jax_adapter_stops_before_initialize(monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("jax")
     pytest.importorskip("jax")  # clusterenv.jax raises its own error without it
     import clusterenv.jax as cj  # noqa: PLC0415
 

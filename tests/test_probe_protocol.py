@@ -167,9 +167,7 @@ def test_a_dripping_stranger_delays_no_one() -> None:
 def test_a_rank_0_that_drips_its_answer_keeps_the_timeout() -> None:
     """Issue 47: something on rank 0's port that answers a byte every half second, never a
     line: the rank says so at its deadline, not GRACE_S after it."""
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen()
+    with socket.create_server(("127.0.0.1", 0)) as listener:
         address = listener.getsockname()
 
         def serve() -> None:

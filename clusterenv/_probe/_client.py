@@ -137,17 +137,15 @@ def _exchange(address: tuple[str, int], data: bytes, deadline: float) -> bytes |
             conn.sendall(data)
             while b"\n" not in reply and len(reply) <= MAX_MESSAGE:
                 left = end - time.monotonic()
-                if left <= 0 and not reply:
-                    raise TimeoutError(110, "rank 0 did not answer in time")
-                if left <= 0:  # a line dripped past its bound: judged as what came
-                    break
-                conn.settimeout(left)
                 try:
+                    if left <= 0:
+                        raise TimeoutError(110, "rank 0 did not answer in time")
+                    conn.settimeout(left)
                     chunk = conn.recv(MAX_MESSAGE + 1 - len(reply))
                 except TimeoutError:
-                    if not reply:
-                        raise
-                    break
+                    if reply:  # a line dripped past its bound: judged as what came
+                        break
+                    raise
                 if not chunk:  # closed: what came so far is the answer, judged as such
                     break
                 reply += chunk

@@ -7,7 +7,6 @@ against the launcher's own truth (Slurm's node names, torch.distributed, MPI's r
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,10 +17,8 @@ from clusterenv import ResourceSpec
 from clusterenv._diagnose import diagnose
 from tests.launchers.harness import (
     ON_HOST,
-    REPORT,
     Cluster,
     capture_name,
-    free_port,
     launch,
     node_lists,
     record_capture,
@@ -264,12 +261,10 @@ def test_a_rendezvous_at_the_host_srun_ran_on(tmp_path: Path, net_slurm: Cluster
     assert outside.returncode != 0
     assert named in outside.stderr
     assert not list((tmp_path / "records").glob("*.json"))  # no worker started
-    script = tmp_path / "job.sh"
-    out, python = tmp_path / "records", sys.executable
-    line = AT_LAUNCH_HOST.format(python=python, report=REPORT, out=out, port=free_port())
-    script.write_text(f"#!/bin/bash\n{line}\n")
-    log = tmp_path / "job.out"
-    inside = run(f"sbatch --wait -N2 -o {log} {script}", tmp_path, 120, net_slurm)
-    assert inside.returncode == 0, log.read_text()[-3000:]
-    assert "main-address-launch-host" not in log.read_text()
+    # The job script written by run() itself, which fills in its placeholders.
+    job = f"cat >job.sh <<'EOF'\n#!/bin/bash\n{AT_LAUNCH_HOST}\nEOF\n"
+    inside = run(f"{job}sbatch --wait -N2 -o job.out job.sh", tmp_path, 120, net_slurm)
+    log = (tmp_path / "job.out").read_text()
+    assert inside.returncode == 0, log[-3000:]
+    assert "main-address-launch-host" not in log
     assert len(list((tmp_path / "records").glob("*.json"))) == 2
