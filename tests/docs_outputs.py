@@ -79,7 +79,7 @@ def _preflight_output(env: dict[str, str], *, unresolved: bool = False) -> str:
 def preflight_warning() -> str:
     """Two ranks with 2 CPUs each, told to run 16 OpenMP threads each."""
     env = dict(slurm_env(nodes=1, tasks_per_node=2, procid=0, cpus_per_task=2))
-    return _preflight_output(dict(env, OMP_NUM_THREADS="16", CLUSTERENV_PREFLIGHT="launch"))
+    return _preflight_output(dict(env, OMP_NUM_THREADS="16"))
 
 
 def preflight_error() -> str:

@@ -175,7 +175,8 @@ def test_a_main_address_that_is_the_host_srun_ran_on() -> None:
     """Issue 47: MASTER_ADDR=$SLURM_LAUNCH_NODE_IPADDR in a step that srun started from an
     salloc shell or a login node (no ENVIRONMENT=BATCH): that host is no node of the job, a
     warning (a site may run salloc's shell on the first node). Silent in a step the job
-    script started, where srun ran on the first node."""
+    script started, where srun ran on the first node, and where srun's address is loopback
+    (the one-host cluster of the suite: srun from its shell, a correct launch)."""
     outside = slurm_env(2, 2, 1) | {
         "SLURM_SUBMIT_HOST": "login1",
         "SLURM_LAUNCH_NODE_IPADDR": "198.18.0.254",
@@ -185,6 +186,9 @@ def test_a_main_address_that_is_the_host_srun_ran_on() -> None:
     assert "slurm.main-address-launch-host" not in found(named | {"ENVIRONMENT": "BATCH"})
     assert "slurm.main-address-launch-host" not in found(outside)
     assert "slurm.main-address-launch-host" not in found(named | {"SLURM_SUBMIT_HOST": "cn001"})
+    # srun answered over loopback ran on this task's own node (a one-host cluster): a node
+    here = {"SLURM_LAUNCH_NODE_IPADDR": "127.0.0.1", "MASTER_ADDR": "127.0.0.1"}
+    assert "slurm.main-address-launch-host" not in found(outside | here)
 
 
 def test_a_rendezvous_endpoint_the_ranks_cannot_meet_at() -> None:
@@ -313,7 +317,7 @@ def test_torchrun_given_another_nodes_rank_stops_before_the_rendezvous(
     """`srun torchrun --node_rank=$SLURM_NODEID` in double quotes: the job script expands it
     once, to 0, so node 1's agent claims node 0 too and both wait for node 1 forever."""
     pytest.importorskip("torch")  # torchrun's own parser reads the options
-    task = slurm_env(2, 1, 1) | {"CLUSTERENV_PREFLIGHT": "launch"}  # node 1 of 2
+    task = slurm_env(2, 1, 1)  # node 1 of 2
     torchrun = ["torch.distributed.run", "--nnodes=2", "--nproc-per-node=2", "train.py"]
     (error,) = command_findings(spec_of(task), [*torchrun[:2], "--node_rank=0", *torchrun[2:]])
     assert (error.id, error.level) == ("torchelastic.node-rank-mismatch", "error")

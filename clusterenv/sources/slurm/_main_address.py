@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from clusterenv._finding import Finding
-from clusterenv._names import short_name
+from clusterenv._names import is_address, is_loopback, short_name
 from clusterenv._safe import shorten
 from clusterenv._spec import ResourceSpec, Role
 
@@ -62,9 +62,13 @@ def _launch_host(
     job script did not start (Slurm sets ``ENVIRONMENT=BATCH`` in the job script, and its
     steps inherit it; measured on 22.05 and 24.11): srun then ran in an salloc shell or on
     a login node, which is no node of the job, unless the site runs salloc's shell on the
-    first node (``use_interactive_step``): a warning, not an error."""
+    first node (``use_interactive_step``): a warning, not an error. A loopback launch
+    address says srun ran on the node this task runs on (slurmd answered it over loopback;
+    a one-host cluster gives 127.0.0.1): a node of the job, so nothing is wrong."""
     launch = env.get("SLURM_LAUNCH_NODE_IPADDR", "").strip()
     if not launch or named != launch or env.get("ENVIRONMENT", "").strip() == "BATCH":
+        return []
+    if is_address(launch) and is_loopback(launch):
         return []
     submit = env.get("SLURM_SUBMIT_HOST", "").strip()
     if submit and short_name(submit) in _nodes(spec):
