@@ -57,7 +57,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")))
     out = parser.parse_args().out
-    from clusterenv._gpu_probe import probe_gpus  # noqa: PLC0415 - after PYTHONPATH is set
+    from clusterenv._node.gpu_probe import probe_gpus  # noqa: PLC0415 - after PYTHONPATH is set
 
     if shutil.which("nvidia-smi") is None:
         print("device_check: no nvidia-smi here: run it on a machine with NVIDIA GPUs")

@@ -30,8 +30,8 @@ from pathlib import Path
 import hostlist as python_hostlist
 
 from clusterenv import compress_hostlist, detect_environment, expand_hostlist, first_host
-from clusterenv._preflight import preflight
-from clusterenv._safe import redact_text
+from clusterenv._core.safe import redact_text
+from clusterenv._diagnosis.preflight import preflight
 
 
 def _times(run: Callable[[], object], repeat: int) -> tuple[float, float]:

@@ -13,10 +13,10 @@ pre-flight check on first use of ``clusterenv.preflight``.
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from clusterenv._detect import Detection, detect_environment, explain_environment
-from clusterenv._launch import Hints, LaunchFacts
-from clusterenv._rank_zero import is_rank_zero, rank_zero_only, rank_zero_print
-from clusterenv._spec import Accelerator, GpuInventory, GpuVendor, ResourceSpec, Role, Source
+from clusterenv._adapters.rank_zero import is_rank_zero, rank_zero_only, rank_zero_print
+from clusterenv._core.launch import Hints, LaunchFacts
+from clusterenv._core.spec import Accelerator, GpuInventory, GpuVendor, ResourceSpec, Role, Source
+from clusterenv._engine.detect import Detection, detect_environment, explain_environment
 from clusterenv.exceptions import (
     ClusterEnvError,
     HostlistError,
@@ -30,14 +30,14 @@ from clusterenv.exceptions import (
 from clusterenv.hostlist import compress_hostlist, expand_hostlist, first_host
 
 if TYPE_CHECKING:
-    from clusterenv._preflight import preflight
+    from clusterenv._diagnosis.preflight import preflight
     from clusterenv._probe import ProbeError, ProbeReport, probe
 
 __version__ = "0.1.0.dev0"
 
 #: Public names whose modules load on first use: name -> module.
 _LAZY = dict.fromkeys(("probe", "ProbeError", "ProbeReport"), "clusterenv._probe")
-_LAZY["preflight"] = "clusterenv._preflight"
+_LAZY["preflight"] = "clusterenv._diagnosis.preflight"
 
 
 def __getattr__(name: str) -> Any:

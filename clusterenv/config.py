@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import importlib.util
 
-from clusterenv._detect import detect_environment
-from clusterenv._spec import Accelerator, GpuVendor, ResourceSpec
+from clusterenv._core.spec import Accelerator, GpuVendor, ResourceSpec
+from clusterenv._engine.detect import detect_environment
 from clusterenv.exceptions import ClusterEnvError, MissingDependencyError
 
 __all__ = ["RESOLVER", "VALUES", "accelerator", "num_workers", "register_resolver", "value"]

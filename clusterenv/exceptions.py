@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from clusterenv._safe import escape, redact_text
+from clusterenv._core.safe import escape, redact_text
 
 __all__ = [
     "ClusterEnvError",

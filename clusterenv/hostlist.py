@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from clusterenv._safe import shorten
+from clusterenv._core.safe import shorten
 from clusterenv.exceptions import HostlistError
 
 __all__ = ["compress_hostlist", "count_hosts", "expand_hostlist", "first_host"]

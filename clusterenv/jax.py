@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from clusterenv._detect import detect_environment
-from clusterenv._frameworks import device_indices, endpoint, listen_port, processes
-from clusterenv._preflight import preflight
-from clusterenv._spec import Accelerator, ResourceSpec
+from clusterenv._adapters.frameworks import device_indices, endpoint, listen_port, processes
+from clusterenv._core.spec import Accelerator, ResourceSpec
+from clusterenv._diagnosis.preflight import preflight
+from clusterenv._engine.detect import detect_environment
 
 __all__ = ["initialize", "initialize_kwargs"]
 

@@ -22,9 +22,9 @@ from collections.abc import Callable, Mapping
 
 import pytest
 
-from clusterenv._capture import launcher_variables
-from clusterenv._spec import GpuInventory, GpuVendor
-from clusterenv.testing._launch import check
+from clusterenv._core.spec import GpuInventory, GpuVendor
+from clusterenv._diagnosis.capture import launcher_variables
+from clusterenv._models.launch import check
 
 #: More GPUs than any node has (16 GPUs, or 8 with 12 tiles each, is the most today).
 MAX_GPUS = 256
@@ -73,7 +73,7 @@ def fake_gpus(monkeypatch: pytest.MonkeyPatch) -> Callable[..., tuple[str, ...]]
         )
         ids = tuple(str(index) for index in range(n))
         found = GpuInventory(vendor=GpuVendor(vendor) if n else None, devices=ids)
-        monkeypatch.setattr("clusterenv._detect.probe_gpus", lambda: found)
+        monkeypatch.setattr("clusterenv._engine.detect.probe_gpus", lambda: found)
         if importlib.util.find_spec("torch") is not None and vendor != "intel":
             cuda = importlib.import_module("torch.cuda")
             monkeypatch.setattr(cuda, "device_count", lambda: n)

@@ -17,10 +17,10 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-from clusterenv._detect import detect_environment, launch_facts
-from clusterenv._frameworks import device_indices, endpoint, processes
-from clusterenv._preflight import preflight
-from clusterenv._spec import GpuVendor, ResourceSpec
+from clusterenv._adapters.frameworks import device_indices, endpoint, processes
+from clusterenv._core.spec import GpuVendor, ResourceSpec
+from clusterenv._diagnosis.preflight import preflight
+from clusterenv._engine.detect import detect_environment, launch_facts
 
 __all__ = ["device", "init_process_group"]
 

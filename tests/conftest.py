@@ -5,7 +5,7 @@ import os
 import pytest
 from hypothesis import settings
 
-from clusterenv._capture import launcher_variables
+from clusterenv._diagnosis.capture import launcher_variables
 
 pytest_plugins = ["pytester"]
 

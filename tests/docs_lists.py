@@ -111,7 +111,7 @@ def summary(proven: str) -> str:
 def builder_table() -> str:
     rows = ["| builder | source | what it builds |", "|---|---|---|"]
     for source in Source:
-        module = import_module(f"clusterenv.testing._{source.value}")
+        module = import_module(f"clusterenv._models.{source.value}")
         for name in module.__all__:
             builder: Callable[..., object] = getattr(module, name)
             if name == "examples" or not callable(builder):

@@ -61,10 +61,10 @@ def _preflight_output(env: dict[str, str], *, unresolved: bool = False) -> str:
     err = io.StringIO()
     failed: list[str] = []
     nxdomain = socket.gaierror(socket.EAI_NONAME, "Name or service not known")
-    lookup = mock.patch("clusterenv._preflight.lookup_patiently", side_effect=nxdomain)
-    on_a_node = mock.patch("clusterenv._preflight.on_a_node", return_value=True)
+    lookup = mock.patch("clusterenv._diagnosis.preflight.lookup_patiently", side_effect=nxdomain)
+    on_a_node = mock.patch("clusterenv._diagnosis.preflight.on_a_node", return_value=True)
     with (
-        mock.patch("clusterenv._preflight._printed", set()),
+        mock.patch("clusterenv._diagnosis.preflight._printed", set()),
         lookup if unresolved else contextlib.nullcontext(),
         on_a_node if unresolved else contextlib.nullcontext(),
         contextlib.redirect_stderr(err),

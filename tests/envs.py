@@ -34,8 +34,8 @@ HERE = f"{socket.gethostname().partition('.')[0]},cn002"
 
 
 def examples(source: Source) -> list[Launch]:
-    """The example launches of ``source``'s builder module (``clusterenv/testing/_<source>.py``)."""
-    builders = import_module(f"clusterenv.testing._{source.value}")
+    """The example launches of ``source``'s builder module (``clusterenv/_models/<source>.py``)."""
+    builders = import_module(f"clusterenv._models.{source.value}")
     launches: list[Launch] = builders.examples()
     return launches
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from clusterenv import ClusterEnvError, ResourceSpec, Role, detect_environment
-from clusterenv._ask import recorded
-from clusterenv._frameworks import env_variables
+from clusterenv._adapters.frameworks import env_variables
+from clusterenv._core.ask import recorded
 from clusterenv.testing import Launch
 from tests.truth import (
     CAPTURES,

@@ -16,8 +16,8 @@ import pytest
 
 import clusterenv.lightning as cl
 from clusterenv import ResourceSpec, detect_environment
-from clusterenv._cpu import probe_cpus
-from clusterenv._diagnose import diagnose
+from clusterenv._diagnosis.diagnose import diagnose
+from clusterenv._node.cpu import probe_cpus
 from clusterenv.testing import local_env, slurm_env, torchrun_env
 
 

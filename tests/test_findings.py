@@ -12,12 +12,12 @@ import pytest
 
 import clusterenv
 from clusterenv import ResourceSpec, detect_environment, explain_environment
-from clusterenv._container import container_findings, container_runtime
-from clusterenv._diagnose import diagnose
-from clusterenv._machine import Machine, machine_findings
-from clusterenv._nccl import nccl_plugin, slingshot_findings
-from clusterenv._preflight import preflight
-from clusterenv._spawned import spawned_by, spawned_findings
+from clusterenv._diagnosis.diagnose import diagnose
+from clusterenv._diagnosis.machine import Machine, machine_findings
+from clusterenv._diagnosis.preflight import preflight
+from clusterenv._diagnosis.spawned import spawned_by, spawned_findings
+from clusterenv._node.container import container_findings, container_runtime
+from clusterenv._node.nccl import nccl_plugin, slingshot_findings
 from clusterenv.exceptions import PreflightError
 from clusterenv.sources import command_findings
 from clusterenv.testing import local_env, slurm_env, torchrun_env
@@ -352,6 +352,6 @@ def test_a_main_address_on_another_node_of_the_job_stops_rank_0() -> None:
 def test_clusterenv_ignore_knows_every_finding_the_package_writes() -> None:
     """``CLUSTERENV_IGNORE`` accepts exactly the ids that exist: the engine's
     (``ENGINE_IDS``) and each source's ``finding_ids``."""
-    from clusterenv._ignore import known_ids  # noqa: PLC0415
+    from clusterenv._diagnosis.ignore import known_ids  # noqa: PLC0415
 
     assert known_ids() == _emitted()

@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from clusterenv import ClusterEnvError, InconsistentEnvironmentError, detect_environment
+from clusterenv._adapters.frameworks import device_indices, env_variables, torchrun_arguments
 from clusterenv._cli._env import env_text
-from clusterenv._frameworks import device_indices, env_variables, torchrun_arguments
 from clusterenv.jax import initialize_kwargs
 from clusterenv.testing import sagemaker_env, slurm_env, torchrun_env
 from tests.available import require_modules

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from clusterenv import GpuInventory, GpuVendor, _gpu_probe, detect_environment
-from clusterenv._gpu import parse_cuda_visible_devices
+from clusterenv import GpuInventory, GpuVendor, detect_environment
+from clusterenv._node import gpu_probe as _gpu_probe
+from clusterenv._node.gpu import parse_cuda_visible_devices
 
 
 @pytest.mark.parametrize(

@@ -28,9 +28,9 @@ import pytest
 
 import clusterenv.lightning as cl
 from clusterenv import GpuInventory, GpuVendor, InconsistentEnvironmentError, explain_environment
-from clusterenv._diagnose import diagnose
-from clusterenv._gpu import parse_ze_affinity_mask
-from clusterenv._gpu_probe import probe_sysfs
+from clusterenv._diagnosis.diagnose import diagnose
+from clusterenv._node.gpu import parse_ze_affinity_mask
+from clusterenv._node.gpu_probe import probe_sysfs
 from clusterenv.testing import slurm_env, torchrun_env
 
 NONE = GpuInventory()

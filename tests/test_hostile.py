@@ -22,8 +22,8 @@ from clusterenv import (
     detect_environment,
     expand_hostlist,
 )
-from clusterenv._reader import MAX_VALUE_LENGTH
-from clusterenv._safe import escape, redact_text
+from clusterenv._core.reader import MAX_VALUE_LENGTH
+from clusterenv._core.safe import escape, redact_text
 from clusterenv.testing import (
     Launch,
     kubeflow_env,

@@ -16,7 +16,7 @@ import pytest
 from clusterenv import GpuInventory, GpuVendor
 from clusterenv._cli import main
 from clusterenv._cli._report import InspectReport, live_report
-from clusterenv._machine import PACKAGES, Machine, collect_machine
+from clusterenv._diagnosis.machine import PACKAGES, Machine, collect_machine
 from clusterenv.testing import slurm_env, torchrun_env
 from tests.envs import HERE
 
@@ -46,8 +46,8 @@ def on_machine(monkeypatch: pytest.MonkeyPatch) -> Any:
         collect = (lambda probe, env: machine) if machine else (lambda probe, env: _never())
         monkeypatch.setattr("clusterenv._cli._report.collect_machine", collect)
         gpus, cpus = (lambda: machine.gpus, lambda: machine.affinity) if machine else (_never,) * 2
-        monkeypatch.setattr("clusterenv._detect.probe_gpus", gpus)
-        monkeypatch.setattr("clusterenv._detect.probe_cpus", cpus)
+        monkeypatch.setattr("clusterenv._engine.detect.probe_gpus", gpus)
+        monkeypatch.setattr("clusterenv._engine.detect.probe_cpus", cpus)
         for name in list(os.environ):
             monkeypatch.delenv(name)
         for name, value in env.items():

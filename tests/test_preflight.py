@@ -19,8 +19,8 @@ from pytest_mock import MockerFixture
 
 import clusterenv
 from clusterenv import PreflightError, detect_environment
-from clusterenv import _preflight as preflight_module
-from clusterenv._names import lookup_patiently
+from clusterenv._diagnosis import preflight as preflight_module
+from clusterenv._node.names import lookup_patiently
 from clusterenv.testing import slurm_env, torchrun_env
 from tests.envs import HERE, clusterenv_command
 

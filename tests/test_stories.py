@@ -13,7 +13,7 @@ import pytest
 
 from clusterenv import ClusterEnvError
 from clusterenv._cli._report import inspect_report
-from clusterenv._machine import Machine
+from clusterenv._diagnosis.machine import Machine
 from clusterenv.sources import command_findings
 from clusterenv.testing import local_env, slurm_env, torchrun_env
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from clusterenv import ResourceSpec
-from clusterenv._container import container_findings
-from clusterenv._diagnose import diagnose
+from clusterenv._diagnosis.diagnose import diagnose
+from clusterenv._node.container import container_findings
 
 __all__ = [
     "CAPTURES",

@@ -2,7 +2,8 @@
 
 Every input is someone else's: errors are one line and exit 2, never a traceback
 (``--debug`` shows it), and nothing secret or raw-escaped reaches the terminal.
-"""
+
+The top floor: may import every folder of the package."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-from clusterenv._ask import Asker, ask_command, recorded
 from clusterenv._cli._env import env_text
 from clusterenv._cli._envfile import EnvFile, Usage, capture, read_env_file
 from clusterenv._cli._errors import internal_error, output_failed, say
@@ -23,9 +23,10 @@ from clusterenv._cli._probe import probe_command
 from clusterenv._cli._render import markdown, text
 from clusterenv._cli._report import inspect_report, live_report, machine_here
 from clusterenv._cli._run import run
-from clusterenv._ignore import IGNORE, ignored, kept
-from clusterenv._preflight import STRICT
-from clusterenv._safe import escape, redact_text
+from clusterenv._core.ask import Asker, ask_command, recorded
+from clusterenv._core.safe import escape, redact_text
+from clusterenv._diagnosis.ignore import IGNORE, ignored, kept
+from clusterenv._diagnosis.preflight import STRICT
 from clusterenv.exceptions import ClusterEnvError
 
 __all__ = ["main", "read_env_file"]

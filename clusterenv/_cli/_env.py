@@ -6,8 +6,8 @@ import json
 import shlex
 from collections.abc import Mapping
 
-from clusterenv._detect import detect_environment
-from clusterenv._frameworks import env_variables, torchrun_arguments
+from clusterenv._adapters.frameworks import env_variables, torchrun_arguments
+from clusterenv._engine.detect import detect_environment
 
 __all__ = ["FORMATS", "env_text"]
 

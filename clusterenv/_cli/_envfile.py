@@ -14,13 +14,13 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
-from clusterenv._ask import Asker
-from clusterenv._capture import launcher_variables
-from clusterenv._detect import launch_inputs
-from clusterenv._hostfile import MAX_FILE_BYTES, read_bytes
-from clusterenv._machine import Machine
-from clusterenv._reader import MAX_VALUE_LENGTH
-from clusterenv._safe import escape, redact_text, shorten
+from clusterenv._core.ask import Asker
+from clusterenv._core.hostfile import MAX_FILE_BYTES, read_bytes
+from clusterenv._core.reader import MAX_VALUE_LENGTH
+from clusterenv._core.safe import escape, redact_text, shorten
+from clusterenv._diagnosis.capture import launcher_variables
+from clusterenv._diagnosis.machine import Machine
+from clusterenv._engine.detect import launch_inputs
 
 __all__ = ["CAPTURE_VERSION", "FORMATS", "EnvFile", "Usage", "capture", "read_env_file"]
 

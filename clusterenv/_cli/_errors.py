@@ -10,7 +10,7 @@ import sys
 import traceback
 from typing import Any
 
-from clusterenv._safe import escape, redact_text
+from clusterenv._core.safe import escape, redact_text
 
 __all__ = ["internal_error", "output_failed", "say"]
 

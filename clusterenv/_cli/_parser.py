@@ -9,12 +9,12 @@ import textwrap
 from typing import NoReturn
 
 from clusterenv import __version__
+from clusterenv._adapters.frameworks import DEFAULT_TIMEOUT
 from clusterenv._cli._env import FORMATS
 from clusterenv._cli._probe import timeout_option
-from clusterenv._frameworks import DEFAULT_TIMEOUT
-from clusterenv._preflight import STRICT
-from clusterenv._safe import escape
-from clusterenv._spec import Source
+from clusterenv._core.safe import escape
+from clusterenv._core.spec import Source
+from clusterenv._diagnosis.preflight import STRICT
 
 __all__ = ["parser"]
 

@@ -8,9 +8,9 @@ import math
 import signal
 from typing import TYPE_CHECKING, Any
 
+from clusterenv._adapters.frameworks import MAX_TIMEOUT, valid_timeout
 from clusterenv._cli._report import redact_json
-from clusterenv._frameworks import MAX_TIMEOUT, valid_timeout
-from clusterenv._safe import escape, redact_text
+from clusterenv._core.safe import escape, redact_text
 
 if TYPE_CHECKING:
     from clusterenv._probe import ProbeReport
@@ -19,7 +19,7 @@ __all__ = ["probe_command", "timeout_option"]
 
 
 def timeout_option(text: str) -> float:
-    """``--timeout``: what :func:`~clusterenv._frameworks.valid_timeout` accepts."""
+    """``--timeout``: what :func:`~clusterenv._adapters.frameworks.valid_timeout` accepts."""
     try:
         value = float(text)
     except ValueError:

@@ -12,7 +12,7 @@ import sys
 import textwrap
 
 from clusterenv._cli._report import InspectReport
-from clusterenv._safe import escape
+from clusterenv._core.safe import escape
 from clusterenv.hostlist import compress_hostlist
 
 __all__ = ["markdown", "text"]

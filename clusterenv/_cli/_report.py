@@ -15,17 +15,27 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from clusterenv import __version__
-from clusterenv._ask import Asker, ask_command, recorded
-from clusterenv._detect import explain_environment
-from clusterenv._diagnose import diagnose
-from clusterenv._finding import Finding
-from clusterenv._gpu_probe import probe_gpus
-from clusterenv._hostfile import read_text_file
-from clusterenv._machine import Machine, collect_machine, machine_findings, network_variables
-from clusterenv._preflight import main_address_findings, on_a_node, resolve_main, suspended
-from clusterenv._reader import origin_value
-from clusterenv._safe import redact_text, redact_value, unicode_text
-from clusterenv._spec import GpuInventory, ResourceSpec, Source
+from clusterenv._core.ask import Asker, ask_command, recorded
+from clusterenv._core.finding import Finding
+from clusterenv._core.hostfile import read_text_file
+from clusterenv._core.reader import origin_value
+from clusterenv._core.safe import redact_text, redact_value, unicode_text
+from clusterenv._core.spec import GpuInventory, ResourceSpec, Source
+from clusterenv._diagnosis.diagnose import diagnose
+from clusterenv._diagnosis.machine import (
+    Machine,
+    collect_machine,
+    machine_findings,
+    network_variables,
+)
+from clusterenv._diagnosis.preflight import (
+    main_address_findings,
+    on_a_node,
+    resolve_main,
+    suspended,
+)
+from clusterenv._engine.detect import explain_environment
+from clusterenv._node.gpu_probe import probe_gpus
 from clusterenv.exceptions import ClusterEnvError
 
 __all__ = [

@@ -10,7 +10,7 @@ import sys
 import traceback
 
 from clusterenv._cli._envfile import Usage
-from clusterenv._safe import escape
+from clusterenv._core.safe import escape
 from clusterenv.exceptions import ClusterEnvError
 
 __all__ = ["run"]

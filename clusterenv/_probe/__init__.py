@@ -17,7 +17,8 @@ seconds instead of hanging, and no stranger on the port can stall, crash or pass
 A second process that claims rank 0 finds the port taken; it then connects as a client,
 so rank 0 can report the duplicate (the typical double launch) instead of a bare
 "address in use".
-"""
+
+May import diagnosis, the engine and everything below; never the CLI."""
 
 from __future__ import annotations
 
@@ -29,10 +30,16 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from clusterenv._detect import explain_environment
-from clusterenv._frameworks import DEFAULT_TIMEOUT, MAX_TIMEOUT, launcher_for, valid_timeout
-from clusterenv._frameworks import listen_port as probe_port
-from clusterenv._names import is_loopback, loopback
+from clusterenv._adapters.frameworks import (
+    DEFAULT_TIMEOUT,
+    MAX_TIMEOUT,
+    launcher_for,
+    valid_timeout,
+)
+from clusterenv._adapters.frameworks import listen_port as probe_port
+from clusterenv._core.spec import ResourceSpec, Role
+from clusterenv._engine.detect import explain_environment
+from clusterenv._node.names import is_loopback, loopback
 from clusterenv._probe._backend import check_backend
 from clusterenv._probe._checks import check
 from clusterenv._probe._client import ask
@@ -40,7 +47,6 @@ from clusterenv._probe._network import Route, listen, own_addresses, resolve, ro
 from clusterenv._probe._protocol import Hello, Said, hello_proof, launch_key, new_nonce, said
 from clusterenv._probe._report import ProbeError, ProbeReport, probe_address
 from clusterenv._probe._server import Rendezvous, serve
-from clusterenv._spec import ResourceSpec, Role
 
 __all__ = [
     "MAX_RANKS",

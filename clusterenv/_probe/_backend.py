@@ -18,9 +18,9 @@ import subprocess
 import sys
 from datetime import timedelta
 
-from clusterenv._frameworks import endpoint
+from clusterenv._adapters.frameworks import endpoint
+from clusterenv._core.spec import ResourceSpec
 from clusterenv._probe._report import ProbeError
-from clusterenv._spec import ResourceSpec
 
 __all__ = ["GRACE", "check_backend"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
-from clusterenv._names import is_loopback
+from clusterenv._node.names import is_loopback
 from clusterenv._probe._protocol import Said
 
 __all__ = [

@@ -10,7 +10,7 @@ import random
 import socket
 import time
 
-from clusterenv._frameworks import endpoint
+from clusterenv._adapters.frameworks import endpoint
 from clusterenv._probe._protocol import (
     MAX_MESSAGE,
     Hello,

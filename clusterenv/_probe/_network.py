@@ -9,9 +9,9 @@ import time
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from clusterenv._names import Address, is_loopback, lookup, loopback
+from clusterenv._core.spec import ResourceSpec
+from clusterenv._node.names import Address, is_loopback, lookup, loopback
 from clusterenv._probe._report import ProbeError
-from clusterenv._spec import ResourceSpec
 
 __all__ = ["Route", "listen", "own_addresses", "resolve", "route"]
 

@@ -27,8 +27,8 @@ from typing import Annotated, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from clusterenv._detect import launch_facts
-from clusterenv._spec import ResourceSpec
+from clusterenv._core.spec import ResourceSpec
+from clusterenv._engine.detect import launch_facts
 
 __all__ = [
     "MAX_MESSAGE",

@@ -6,8 +6,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from clusterenv._frameworks import endpoint, listen_port
-from clusterenv._spec import ResourceSpec
+from clusterenv._adapters.frameworks import endpoint, listen_port
+from clusterenv._core.spec import ResourceSpec
 from clusterenv.exceptions import ClusterEnvError
 
 __all__ = ["SHOWN_ROWS", "ProbeError", "ProbeReport", "probe_address"]

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from clusterenv._frameworks import endpoint
+from clusterenv._adapters.frameworks import endpoint
 from clusterenv._probe._protocol import (
     MAX_MESSAGE,
     MAX_PROBLEM,

@@ -25,7 +25,7 @@ the ``ClusterEnvironment`` of the package whose Trainer receives it (see
 an environment import the one chosen.
 """
 
-from clusterenv._rank_zero import is_rank_zero, rank_zero_only, rank_zero_print
+from clusterenv._adapters.rank_zero import is_rank_zero, rank_zero_only, rank_zero_print
 from clusterenv.config import accelerator, num_workers
 from clusterenv.lightning._environment import Package, cluster_environment, resolve_package
 from clusterenv.lightning._kwargs import add_trainer_args, fabric_kwargs, trainer_kwargs

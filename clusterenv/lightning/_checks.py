@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from clusterenv._detect import launch_facts
-from clusterenv._spec import Accelerator, ResourceSpec
+from clusterenv._core.spec import Accelerator, ResourceSpec
+from clusterenv._engine.detect import launch_facts
 from clusterenv.exceptions import LaunchMismatchError
 
 __all__ = ["check_gpu_visible", "check_launch", "count", "where"]

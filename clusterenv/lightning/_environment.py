@@ -14,8 +14,8 @@ import signal
 import sys
 from typing import Any, Literal
 
-from clusterenv._detect import explain_environment
-from clusterenv._spec import ResourceSpec, Role, Source
+from clusterenv._core.spec import ResourceSpec, Role, Source
+from clusterenv._engine.detect import explain_environment
 from clusterenv.exceptions import ClusterEnvError, MissingDependencyError
 from clusterenv.lightning._checks import check_launch
 

@@ -6,10 +6,10 @@ import argparse
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-from clusterenv._detect import explain_environment
-from clusterenv._frameworks import launcher_for
-from clusterenv._preflight import preflight
-from clusterenv._spec import Accelerator, ResourceSpec, Role
+from clusterenv._adapters.frameworks import launcher_for
+from clusterenv._core.spec import Accelerator, ResourceSpec, Role
+from clusterenv._diagnosis.preflight import preflight
+from clusterenv._engine.detect import explain_environment
 from clusterenv.config import accelerator
 from clusterenv.exceptions import ClusterEnvError, LaunchMismatchError
 from clusterenv.lightning._checks import check_gpu_visible, check_launch, count, where

@@ -13,9 +13,9 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from clusterenv._detect import explain_environment
-from clusterenv._preflight import preflight, suspended
-from clusterenv._spec import Accelerator, ResourceSpec
+from clusterenv._core.spec import Accelerator, ResourceSpec
+from clusterenv._diagnosis.preflight import preflight, suspended
+from clusterenv._engine.detect import explain_environment
 from clusterenv.config import register_resolver
 from clusterenv.lightning._environment import ENVIRONMENTS, TRAINERS, Package, import_module
 from clusterenv.lightning._kwargs import trainer_kwargs

@@ -10,7 +10,7 @@ import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from clusterenv._spec import ResourceSpec
+from clusterenv._core.spec import ResourceSpec
 from clusterenv.config import num_workers
 from clusterenv.lightning._environment import TRAINERS, Package, import_module
 

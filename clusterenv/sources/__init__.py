@@ -3,39 +3,54 @@ about it (variables, roles, launcher, hints, diagnostics). Internal: not part of
 API; docs/adding-a-source.md walks through adding one.
 
 The registry is :class:`~clusterenv.Source`: each member names its module here
-(``Source.SLURM`` -> ``slurm.py``, whose ``DETECTOR`` is the instance), in priority order.
-"""
+(``Source.SLURM`` -> ``slurm.py``, whose ``DETECTOR`` is the instance). The detection order
+is derived from each detector's :class:`Kind` (:func:`ordered`), never typed.
+
+Sources may import :mod:`clusterenv._core` and :mod:`clusterenv._node` only: the engine
+above asks them, never the other way round."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from importlib import import_module
 
-from clusterenv._finding import Finding
-from clusterenv._spec import ResourceSpec, Source
-from clusterenv.sources._detector import Detector, Fields, Hints, Roles
+from clusterenv._core.finding import Finding
+from clusterenv._core.spec import ResourceSpec, Source
+from clusterenv.sources._detector import Detector, Fields, Hints, Kind, Roles
 
 __all__ = [
     "DETECTORS",
     "Detector",
     "Fields",
     "Hints",
+    "Kind",
     "Roles",
     "command_findings",
     "detector_for",
     "findings",
     "node_names",
+    "ordered",
     "present",
     "read_by_a_source",
 ]
 
+_DECLARED = {source: index for index, source in enumerate(Source)}
+
+
+def ordered(detectors: Iterable[Detector]) -> tuple[Detector, ...]:
+    """``detectors`` highest priority first: by :class:`Kind` (launchers, schedulers,
+    platforms, generic contracts, the plain machine), then by :class:`~clusterenv.Source`'s
+    declaration order within a kind."""
+    return tuple(sorted(detectors, key=lambda d: (d.kind, _DECLARED[d.source])))
+
+
 #: Every source, highest priority first.
-DETECTORS: tuple[Detector, ...] = tuple(
+DETECTORS: tuple[Detector, ...] = ordered(
     import_module(f"{__name__}.{source.value}").DETECTOR for source in Source
 )
 
 
-_BY_SOURCE = dict(zip(Source, DETECTORS, strict=True))
+_BY_SOURCE = {detector.source: detector for detector in DETECTORS}
 _PREFIXES = tuple(v for d in DETECTORS for v in d.variables if v.endswith("_"))
 _NAMES = frozenset(v for d in DETECTORS for v in d.variables if not v.endswith("_"))
 _SHARING = tuple(d for d in DETECTORS if d.shared_variables)

@@ -5,15 +5,31 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import ClassVar
 
-from clusterenv._finding import Finding
-from clusterenv._gpu import Gpus
-from clusterenv._launch import Hints, LaunchFacts
-from clusterenv._reader import EnvReader
-from clusterenv._spec import Fields, ResourceSpec, Source
+from clusterenv._core.finding import Finding
+from clusterenv._core.launch import Hints, LaunchFacts
+from clusterenv._core.reader import EnvReader
+from clusterenv._core.spec import Fields, ResourceSpec, Source
+from clusterenv._node.gpu import Gpus
 
-__all__ = ["Detector", "Fields", "Gpus", "Hints", "Roles"]
+__all__ = ["Detector", "Fields", "Gpus", "Hints", "Kind", "Roles"]
+
+
+class Kind(IntEnum):
+    """What a source is; the detection order follows it, never a typed list. A launcher
+    (torchrun, mpirun) started this process inside whatever scheduler holds the job, so it
+    comes first; then the HPC schedulers; then the platforms, which start one process per
+    node inside which a launcher may run; then the generic rank contracts (``RANK``,
+    ``WORLD_SIZE``), which any of them may set; the plain machine always matches, last.
+    Within a kind, :class:`~clusterenv.Source`'s declaration order decides."""
+
+    LAUNCHER = 0
+    SCHEDULER = 1
+    PLATFORM = 2
+    CONTRACT = 3
+    MACHINE = 4
 
 
 @dataclass(frozen=True)
@@ -31,9 +47,12 @@ class Roles:
 
 
 class Detector(ABC):
-    """One scheduler or launcher. The registry (:class:`~clusterenv.Source`) orders them."""
+    """One scheduler or launcher. Its :attr:`kind` places it in the detection order."""
 
     source: ClassVar[Source]
+    #: Launcher, scheduler, platform, generic contract or the plain machine: its place in
+    #: the detection order (:class:`Kind`).
+    kind: ClassVar[Kind]
     #: The scheduler's or launcher's own name, for messages ("Slurm").
     name: ClassVar[str]
     #: Why this source was chosen, in words, for `clusterenv inspect`.

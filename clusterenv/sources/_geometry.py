@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from clusterenv._reader import EnvReader
-from clusterenv._spec import Role
+from clusterenv._core.reader import EnvReader
+from clusterenv._core.spec import Role
 from clusterenv.exceptions import InconsistentEnvironmentError
 from clusterenv.sources._detector import Fields, Gpus
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from clusterenv._reader import EnvReader
-from clusterenv._spec import Source
-from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Roles
+from clusterenv._core.reader import EnvReader
+from clusterenv._core.spec import Source
+from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Kind, Roles
 from clusterenv.sources._geometry import node_fields
 
 __all__ = ["DETECTOR", "AwsBatchDetector"]
@@ -33,6 +33,7 @@ _MAIN_ADDRESS = "AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS"
 
 class AwsBatchDetector(Detector):
     source = Source.AWSBATCH
+    kind = Kind.PLATFORM
     name = "AWS Batch"
     reason = (
         "AWS_BATCH_JOB_NODE_INDEX and AWS_BATCH_JOB_NUM_NODES are set: a node of an AWS "

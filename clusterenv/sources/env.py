@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from clusterenv._finding import Finding
-from clusterenv._reader import EnvReader
-from clusterenv._safe import shorten
-from clusterenv._spec import ResourceSpec, Role, Source
+from clusterenv._core.finding import Finding
+from clusterenv._core.reader import EnvReader
+from clusterenv._core.safe import shorten
+from clusterenv._core.spec import ResourceSpec, Role, Source
 from clusterenv.exceptions import InconsistentEnvironmentError, MissingVariableError
-from clusterenv.sources._detector import Detector, Fields, Gpus, Hints
+from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Kind
 from clusterenv.sources._geometry import read_ranks
 
 __all__ = ["CONTRACT", "DETECTOR", "EnvDetector"]
@@ -42,6 +42,7 @@ _HINT = (
 
 class EnvDetector(Detector):
     source = Source.ENV
+    kind = Kind.CONTRACT
     name = "env://"
     reason = "RANK and WORLD_SIZE are set: an env:// rank (DeepSpeed, Ray Train, a script)"
     proof = (

@@ -7,7 +7,7 @@ a task nor any host name. Flux itself knows, and answers in every task (measured
 ../shared/notes/flux.md): ``flux job taskmap JOBID`` (RFC 34: blocks ``[first node, nodes,
 tasks per node, repeat]``) gives each rank's node, ``flux job taskmap --hostname=0 JOBID``
 rank 0's host; in a body, ``flux resource list`` what the instance holds. Those commands are
-asked through the injectable, bounded asker (:mod:`clusterenv._ask`); where none answers, a
+asked through the injectable, bounded asker (:mod:`clusterenv._core.ask`); where none answers, a
 task's node is derived from its local id (by slot or round robin) or refused.
 """
 
@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from clusterenv._reader import EnvReader, parse_json
-from clusterenv._safe import shorten
-from clusterenv._spec import Role, Source
+from clusterenv._core.reader import EnvReader, parse_json
+from clusterenv._core.safe import shorten
+from clusterenv._core.spec import Role, Source
 from clusterenv.exceptions import InconsistentEnvironmentError, InvalidVariableError
 from clusterenv.hostlist import expand_hostlist
-from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Roles
+from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Kind, Roles
 from clusterenv.sources._geometry import rank_fields
 
 __all__ = ["DETECTOR", "FluxDetector"]
@@ -31,6 +31,7 @@ _RESOURCES = ("flux", "resource", "list", "-s", "all", "-no", "{nnodes} {ngpus} 
 
 class FluxDetector(Detector):
     source = Source.FLUX
+    kind = Kind.SCHEDULER
     name = "Flux"
     reason = (
         "FLUX_JOB_ID and FLUX_TASK_RANK are set: a Flux task (FLUX_ENCLOSING_ID alone: the "

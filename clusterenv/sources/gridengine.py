@@ -23,13 +23,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from clusterenv._hostfile import HostFile
-from clusterenv._reader import EnvReader, parse_integer
-from clusterenv._safe import shorten
-from clusterenv._spec import Source
+from clusterenv._core.hostfile import HostFile
+from clusterenv._core.reader import EnvReader, parse_integer
+from clusterenv._core.safe import shorten
+from clusterenv._core.spec import Source
 from clusterenv.exceptions import InconsistentEnvironmentError
-from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Roles
+from clusterenv.sources._detector import Fields, Gpus, Hints, Roles
 from clusterenv.sources._geometry import job_script_fields, standalone_fields
+from clusterenv.sources._job_script import JobScriptDetector
 
 __all__ = ["DETECTOR", "GridEngineDetector"]
 
@@ -38,7 +39,7 @@ _HINT = "Grid Engine sets this in the job; run inside qsub or qrsh"
 PE_HOSTFILE = HostFile(counted=True)
 
 
-class GridEngineDetector(Detector):
+class GridEngineDetector(JobScriptDetector):
     source = Source.GRIDENGINE
     name = "Grid Engine"
     reason = "JOB_ID and SGE_TASK_ID are set: inside a Grid Engine job"
@@ -50,7 +51,7 @@ class GridEngineDetector(Detector):
     #: Names other programs use too (Jenkins sets JOB_NAME): read only inside a job.
     shared_variables = ("JOB_ID", "JOB_NAME", "PE", "QUEUE")
     launch_keys = ("JOB_ID", "SGE_TASK_ID")
-    launcher = "mpirun"
+    job_variable, node_file, node_file_layout, hint = "JOB_ID", "PE_HOSTFILE", PE_HOSTFILE, _HINT
     version_command = ("qstat", "-help")  # "SGE 8.1.9"
     roles = Roles(
         batch="the job script of a Grid Engine job with a parallel environment (job{job})",
@@ -63,10 +64,10 @@ class GridEngineDetector(Detector):
     )
 
     def present(self, env: Mapping[str, str]) -> bool:
-        return "JOB_ID" in env and "SGE_TASK_ID" in env
+        return super().present(env) and "SGE_TASK_ID" in env  # JOB_ID alone: another program's
 
     def read(self, reader: EnvReader, gpus: Gpus) -> Fields:
-        job_id = reader.text("job_id", "JOB_ID", hint=_HINT)
+        job_id = self.job_id(reader)
         parse_integer("JOB_ID", job_id, hint=_HINT)  # Grid Engine's job ids are integers
         task = reader.env["SGE_TASK_ID"].strip()  # present() requires it
         if "PE_HOSTFILE" in reader.env:
@@ -80,16 +81,9 @@ class GridEngineDetector(Detector):
         reader.note("job_id", "JOB_ID", "SGE_TASK_ID")
         return {**fields, "job_id": f"{job_id}.{task}", "port_seed": f"{job_id}.{task}"}
 
-    @staticmethod
-    def _parallel(reader: EnvReader) -> Fields:
+    def _parallel(self, reader: EnvReader) -> Fields:
         """The job script of a parallel job: what mpirun should start over the PE's hosts."""
-        slots = reader.hosts("hostnames", "PE_HOSTFILE", hint=_HINT, layout=PE_HOSTFILE)
-        if not slots:
-            raise InconsistentEnvironmentError(
-                f"PE_HOSTFILE={shorten(reader.env['PE_HOSTFILE'])!r} lists no host",
-                variables=("PE_HOSTFILE",),
-                hint=_HINT,
-            )
+        slots = self.slots(reader)
         for name, value in (("NSLOTS", len(slots)), ("NHOSTS", len(set(slots)))):
             stated = reader.env.get(name)
             if stated is not None and stated.strip() != str(value):

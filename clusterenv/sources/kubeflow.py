@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from clusterenv._finding import Finding
-from clusterenv._reader import EnvReader
-from clusterenv._safe import shorten
-from clusterenv._spec import ResourceSpec, Role, Source
+from clusterenv._core.finding import Finding
+from clusterenv._core.reader import EnvReader
+from clusterenv._core.safe import shorten
+from clusterenv._core.spec import ResourceSpec, Role, Source
 from clusterenv.exceptions import InconsistentEnvironmentError
-from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Roles
+from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Kind, Roles
 
 __all__ = ["DETECTOR", "KubeflowDetector"]
 
@@ -27,6 +27,7 @@ _HINT = "the Kubeflow training operator sets this in every PyTorchJob pod"
 
 class KubeflowDetector(Detector):
     source = Source.KUBEFLOW
+    kind = Kind.CONTRACT
     name = "Kubeflow"
     reason = "KUBERNETES_SERVICE_HOST, RANK and WORLD_SIZE are set: a PyTorchJob pod"
     proof = (

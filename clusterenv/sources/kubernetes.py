@@ -24,11 +24,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from clusterenv._reader import EnvReader
-from clusterenv._safe import shorten
-from clusterenv._spec import Source
+from clusterenv._core.reader import EnvReader
+from clusterenv._core.safe import shorten
+from clusterenv._core.spec import Source
 from clusterenv.exceptions import MissingVariableError
-from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Roles
+from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Kind, Roles
 from clusterenv.sources._geometry import node_fields
 
 __all__ = ["DETECTOR", "KubernetesDetector"]
@@ -41,6 +41,7 @@ _COUNT_HINT = (
 
 class KubernetesDetector(Detector):
     source = Source.KUBERNETES
+    kind = Kind.PLATFORM
     name = "Kubernetes Indexed Job"
     reason = "JOB_COMPLETION_INDEX is set in a pod: a pod of an Indexed Job (or a JobSet)"
     proof = (

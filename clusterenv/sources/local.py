@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from clusterenv._finding import Finding
-from clusterenv._reader import EnvReader
-from clusterenv._spec import ResourceSpec, Source
-from clusterenv.sources._detector import Detector, Fields, Gpus, Roles
+from clusterenv._core.finding import Finding
+from clusterenv._core.reader import EnvReader
+from clusterenv._core.spec import ResourceSpec, Source
+from clusterenv.sources._detector import Detector, Fields, Gpus, Kind, Roles
 from clusterenv.sources._geometry import standalone_fields
 from clusterenv.sources.env import CONTRACT
 
@@ -22,6 +22,7 @@ class LocalDetector(Detector):
     """
 
     source = Source.LOCAL
+    kind = Kind.MACHINE
     name = "local"
     reason = "no scheduler or launcher variables are set"
     proof = "live: a plain process, and `accelerate launch --cpu` (one process)"

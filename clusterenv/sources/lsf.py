@@ -14,13 +14,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 
-from clusterenv._hostfile import MAX_HOST_LINES
-from clusterenv._reader import EnvReader, parse_integer
-from clusterenv._safe import shorten
-from clusterenv._spec import Source
+from clusterenv._core.hostfile import MAX_HOST_LINES
+from clusterenv._core.reader import EnvReader, parse_integer
+from clusterenv._core.safe import shorten
+from clusterenv._core.spec import Source
 from clusterenv.exceptions import InvalidVariableError, MissingVariableError
-from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Roles
+from clusterenv.sources._detector import Fields, Gpus, Hints, Roles
 from clusterenv.sources._geometry import job_script_fields, read_ranks
+from clusterenv.sources._job_script import JobScriptDetector
 
 __all__ = ["DETECTOR", "LsfDetector"]
 
@@ -49,7 +50,7 @@ def _mcpu_slots(value: str) -> list[str]:
     return [host for host, count in zip(words[::2], counts, strict=True) for _ in range(count)]
 
 
-class LsfDetector(Detector):
+class LsfDetector(JobScriptDetector):
     source = Source.LSF
     name = "LSF"
     reason = "LSB_JOBID (or jsrun's JSM_NAMESPACE_RANK) is set: inside an LSF job"
@@ -61,6 +62,7 @@ class LsfDetector(Detector):
     variables = ("LSB_", "LSF_", "JSM_")
     launch_keys = ("LSB_JOBID",)
     launcher = "jsrun"
+    job_variable, node_file, hint = "LSB_JOBID", "LSB_DJOB_HOSTFILE", _HINT
     version_command = ("lsid",)  # "IBM Spectrum LSF Standard 10.1.0.13, ..."
     roles = Roles(batch="the job script of an LSF job (job{job})")
     hints = Hints(
@@ -72,7 +74,7 @@ class LsfDetector(Detector):
     )
 
     def present(self, env: Mapping[str, str]) -> bool:
-        return "LSB_JOBID" in env or "JSM_NAMESPACE_RANK" in env
+        return super().present(env) or "JSM_NAMESPACE_RANK" in env
 
     def runs_task(self, env: Mapping[str, str]) -> bool:
         return "JSM_NAMESPACE_RANK" in env  # jsrun's PMIx sets PMIX_RANK too
@@ -80,22 +82,17 @@ class LsfDetector(Detector):
     def read(self, reader: EnvReader, gpus: Gpus) -> Fields:
         task = "JSM_NAMESPACE_RANK" in reader.env
         # A jsrun task may lack the job's LSB_* variables (seen in the field).
-        job_id = (
-            reader.optional("job_id", "LSB_JOBID")
-            if task
-            else reader.text("job_id", "LSB_JOBID", hint=_HINT)
-        )
+        job_id = reader.optional("job_id", "LSB_JOBID") if task else self.job_id(reader)
         has_hosts = any(name in reader.env for name in _HOST_VARIABLES)
         slots = self._slots(reader) if has_hosts or not task else []
         # the job script describes what jsrun should start
         fields = self._task(reader, slots) if task else job_script_fields(reader, slots)
         return {**fields, "job_id": job_id}
 
-    @staticmethod
-    def _slots(reader: EnvReader) -> list[str]:
+    def _slots(self, reader: EnvReader) -> list[str]:
         """One host name per slot, from the host file or ``LSB_MCPU_HOSTS``."""
         if "LSB_DJOB_HOSTFILE" in reader.env:
-            slots = reader.hosts("hostnames", "LSB_DJOB_HOSTFILE", hint=_HINT)
+            slots = self.slots(reader)
         elif "LSB_MCPU_HOSTS" in reader.env:
             slots = _mcpu_slots(reader.text("hostnames", "LSB_MCPU_HOSTS", hint=_HINT))
         else:
@@ -106,7 +103,9 @@ class LsfDetector(Detector):
             )
         if not slots:
             raise InvalidVariableError(
-                "the LSF host list is empty", variables=reader.origins["hostnames"], hint=_HINT
+                f"LSB_MCPU_HOSTS={shorten(reader.env['LSB_MCPU_HOSTS'])!r} lists no host",
+                variables=("LSB_MCPU_HOSTS",),
+                hint=_HINT,
             )
         first, rest = slots[0], slots[1:]
         if rest and first not in rest and min(Counter(rest).values()) > 1:

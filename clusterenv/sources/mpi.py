@@ -27,12 +27,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from clusterenv._finding import Finding
-from clusterenv._reader import EnvReader
-from clusterenv._safe import shorten
-from clusterenv._spec import ResourceSpec, Source
+from clusterenv._core.finding import Finding
+from clusterenv._core.reader import EnvReader
+from clusterenv._core.safe import shorten
+from clusterenv._core.spec import ResourceSpec, Source
 from clusterenv.exceptions import InconsistentEnvironmentError
-from clusterenv.sources._detector import Detector, Fields, Gpus, Hints
+from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Kind
 from clusterenv.sources._geometry import read_ranks
 
 __all__ = ["DETECTOR", "MpiDetector"]
@@ -50,6 +50,7 @@ _HINT = "the MPI launcher sets this in every rank; start the ranks with mpirun/m
 
 class MpiDetector(Detector):
     source = Source.MPI
+    kind = Kind.LAUNCHER
     name = "MPI"
     reason = "MPI rank variables are set (OMPI_COMM_WORLD_*, PMI_*, MV2_*): an mpirun rank"
     proof = (

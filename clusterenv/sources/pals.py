@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from clusterenv._finding import Finding
-from clusterenv._reader import EnvReader
-from clusterenv._safe import shorten
-from clusterenv._spec import ResourceSpec, Source
+from clusterenv._core.finding import Finding
+from clusterenv._core.reader import EnvReader
+from clusterenv._core.safe import shorten
+from clusterenv._core.spec import ResourceSpec, Source
 from clusterenv.exceptions import InconsistentEnvironmentError
-from clusterenv.sources._detector import Detector, Fields, Gpus, Hints
+from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Kind
 from clusterenv.sources._geometry import read_ranks
 
 __all__ = ["DETECTOR", "PalsDetector"]
@@ -39,6 +39,7 @@ _SIZE_HINT = (
 
 class PalsDetector(Detector):
     source = Source.PALS
+    kind = Kind.LAUNCHER
     name = "HPE PALS"
     reason = "PALS_RANKID (or Cray PMI_LOCAL_RANK) is set: an mpiexec rank on HPE PALS"
     proof = (

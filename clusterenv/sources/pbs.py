@@ -10,21 +10,20 @@ the job id (``job_port``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from clusterenv._reader import EnvReader, parse_integer
-from clusterenv._safe import shorten
-from clusterenv._spec import Source
+from clusterenv._core.reader import EnvReader, parse_integer
+from clusterenv._core.safe import shorten
+from clusterenv._core.spec import Source
 from clusterenv.exceptions import InconsistentEnvironmentError, MissingVariableError
-from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Roles
+from clusterenv.sources._detector import Fields, Gpus, Hints, Roles
 from clusterenv.sources._geometry import job_script_fields
+from clusterenv.sources._job_script import JobScriptDetector
 
 __all__ = ["DETECTOR", "PbsDetector"]
 
 _HINT = "PBS sets this in the job; run inside qsub (or qsub -I)"
 
 
-class PbsDetector(Detector):
+class PbsDetector(JobScriptDetector):
     source = Source.PBS
     name = "PBS"
     reason = "PBS_JOBID is set: inside a PBS / Torque job"
@@ -37,7 +36,7 @@ class PbsDetector(Detector):
         "reference guide)"
     )
     variables = ("PBS_", "NCPUS")
-    launcher = "mpirun"
+    job_variable, node_file, hint = "PBS_JOBID", "PBS_NODEFILE", _HINT
     version_command = ("qstat", "--version")  # "pbs_version = 2022.1.1"
     roles = Roles(batch="the job script of a PBS job (job{job})")
     hints = Hints(
@@ -46,11 +45,8 @@ class PbsDetector(Detector):
         uneven="request the same slots per node (PBS select=N:mpiprocs=P)",
     )
 
-    def present(self, env: Mapping[str, str]) -> bool:
-        return "PBS_JOBID" in env
-
     def read(self, reader: EnvReader, gpus: Gpus) -> Fields:
-        job_id = reader.text("job_id", "PBS_JOBID", hint=_HINT)
+        job_id = self.job_id(reader)
         task = reader.env.get("PBS_TASKNUM", "1").strip()
         if task != "1":  # the job script is task 1; pbsdsh's tasks have TM task ids
             node = shorten(reader.env.get("PBS_NODENUM", "?"))
@@ -63,14 +59,8 @@ class PbsDetector(Detector):
                 "or one torchrun per node: select=N:mpiprocs=1 and pbsdsh -- sh -c 'torchrun "
                 "--nnodes=N --node_rank=$PBS_NODENUM ...'",
             )
-        slots = reader.hosts("hostnames", "PBS_NODEFILE", hint=_HINT)
+        slots = self.slots(reader)
         hosts = list(dict.fromkeys(slots))
-        if not hosts:
-            raise InconsistentEnvironmentError(
-                f"PBS_NODEFILE={shorten(reader.env['PBS_NODEFILE'])!r} lists no host",
-                variables=("PBS_NODEFILE",),
-                hint="the file PBS wrote is empty; check the job's select/nodes request",
-            )
         stated = reader.lookup("PBS_NUM_NODES")  # Torque only
         if stated and stated[1].strip() != str(len(hosts)):
             raise InconsistentEnvironmentError(

@@ -25,11 +25,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from clusterenv._reader import EnvReader, host_names, parse_json
-from clusterenv._safe import shorten
-from clusterenv._spec import Source
+from clusterenv._core.reader import EnvReader, host_names, parse_json
+from clusterenv._core.safe import shorten
+from clusterenv._core.spec import Source
 from clusterenv.exceptions import InconsistentEnvironmentError
-from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Roles
+from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Kind, Roles
 from clusterenv.sources._geometry import node_fields, standalone_fields
 
 __all__ = ["DETECTOR", "SageMakerDetector"]
@@ -41,6 +41,7 @@ TOOLKIT_PORT = 7777
 
 class SageMakerDetector(Detector):
     source = Source.SAGEMAKER
+    kind = Kind.PLATFORM
     name = "SageMaker"
     reason = "SM_HOSTS and SM_CURRENT_HOST are set: a SageMaker training job's host"
     proof = (

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from clusterenv._reader import EnvReader, host_names
-from clusterenv._safe import shorten
-from clusterenv._spec import Source
+from clusterenv._core.reader import EnvReader, host_names
+from clusterenv._core.safe import shorten
+from clusterenv._core.spec import Source
 from clusterenv.exceptions import InconsistentEnvironmentError
-from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Roles
+from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Kind, Roles
 from clusterenv.sources._geometry import node_fields
 
 __all__ = ["DETECTOR", "SkyPilotDetector"]
@@ -32,6 +32,7 @@ _HINT = "SkyPilot sets this in the run commands of every node of a task"
 
 class SkyPilotDetector(Detector):
     source = Source.SKYPILOT
+    kind = Kind.PLATFORM
     name = "SkyPilot"
     reason = "SKYPILOT_NODE_RANK and SKYPILOT_NODE_IPS are set: the run commands of a SkyPilot task"
     proof = (

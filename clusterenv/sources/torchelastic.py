@@ -14,10 +14,10 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from clusterenv._finding import Finding
-from clusterenv._reader import EnvReader
-from clusterenv._spec import ResourceSpec, Role, Source
-from clusterenv.sources._detector import Detector, Fields, Gpus, Hints
+from clusterenv._core.finding import Finding
+from clusterenv._core.reader import EnvReader
+from clusterenv._core.spec import ResourceSpec, Role, Source
+from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Kind
 
 __all__ = ["DETECTOR", "TorchElasticDetector"]
 
@@ -29,6 +29,7 @@ _HINT = (
 
 class TorchElasticDetector(Detector):
     source = Source.TORCHELASTIC
+    kind = Kind.LAUNCHER
     name = "torchrun"
     reason = "TORCHELASTIC_RUN_ID is set: a torchrun worker"
     proof = (

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from clusterenv._reader import EnvReader, host_names, parse_integer, parse_json
-from clusterenv._safe import shorten
-from clusterenv._spec import Source
+from clusterenv._core.reader import EnvReader, host_names, parse_integer, parse_json
+from clusterenv._core.safe import shorten
+from clusterenv._core.spec import Source
 from clusterenv.exceptions import InconsistentEnvironmentError, InvalidVariableError
-from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Roles
+from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Kind, Roles
 from clusterenv.sources._geometry import node_fields, standalone_fields
 
 __all__ = ["DETECTOR", "VertexDetector"]
@@ -37,6 +37,7 @@ _TRAINING = ("workerpool0", "workerpool1")
 
 class VertexDetector(Detector):
     source = Source.VERTEX
+    kind = Kind.PLATFORM
     name = "Vertex AI"
     reason = "CLUSTER_SPEC is set: a replica of a Vertex AI custom job"
     proof = (

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from clusterenv._reader import EnvReader, host_names
-from clusterenv._safe import shorten
-from clusterenv._spec import Source
+from clusterenv._core.reader import EnvReader, host_names
+from clusterenv._core.safe import shorten
+from clusterenv._core.spec import Source
 from clusterenv.exceptions import InconsistentEnvironmentError, MissingVariableError
-from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Roles
+from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Kind, Roles
 from clusterenv.sources._geometry import node_fields
 
 __all__ = ["DETECTOR", "VolcanoDetector"]
@@ -45,6 +45,7 @@ def _tasks(env: Mapping[str, str]) -> dict[str, str]:
 
 class VolcanoDetector(Detector):
     source = Source.VOLCANO
+    kind = Kind.PLATFORM
     name = "Volcano"
     reason = "VC_<TASK>_HOSTS is set: a pod of a Volcano job (svc plugin)"
     proof = (

@@ -1,4 +1,5 @@
-"""Environment mappings with the exact shape real launchers produce, for tests.
+"""Environment mappings with the exact shape real launchers produce, for tests: the launch
+models of :mod:`clusterenv._models`, exported unchanged.
 
 Each builder returns the *whole* variable set one process of a real launch sees — the
 same names, the same formats (``SLURM_TASKS_PER_NODE='4(x2)'``), the step variables next
@@ -31,24 +32,24 @@ fewer nodes than their job, ``srun --mpi=pmi2/pmix``, ``--distribution=arbitrary
 launches over several hosts with Open MPI (MPICH's are).
 """
 
-from clusterenv.testing._awsbatch import awsbatch_env
-from clusterenv.testing._env import deepspeed_env, env_launch
-from clusterenv.testing._flux import flux_env
-from clusterenv.testing._gridengine import gridengine_env
-from clusterenv.testing._kubeflow import kubeflow_env
-from clusterenv.testing._kubernetes import kubernetes_env
-from clusterenv.testing._launch import Launch
-from clusterenv.testing._local import local_env
-from clusterenv.testing._lsf import lsf_env
-from clusterenv.testing._mpi import mpich_env, openmpi_env
-from clusterenv.testing._pals import pals_env
-from clusterenv.testing._pbs import pbs_env
-from clusterenv.testing._sagemaker import sagemaker_env
-from clusterenv.testing._skypilot import skypilot_env
-from clusterenv.testing._slurm import slurm_env, task_counts
-from clusterenv.testing._torchelastic import torchrun_env
-from clusterenv.testing._vertex import vertex_env
-from clusterenv.testing._volcano import volcano_env
+from clusterenv._models.awsbatch import awsbatch_env
+from clusterenv._models.env import deepspeed_env, env_launch
+from clusterenv._models.flux import flux_env
+from clusterenv._models.gridengine import gridengine_env
+from clusterenv._models.kubeflow import kubeflow_env
+from clusterenv._models.kubernetes import kubernetes_env
+from clusterenv._models.launch import Launch
+from clusterenv._models.local import local_env
+from clusterenv._models.lsf import lsf_env
+from clusterenv._models.mpi import mpich_env, openmpi_env
+from clusterenv._models.pals import pals_env
+from clusterenv._models.pbs import pbs_env
+from clusterenv._models.sagemaker import sagemaker_env
+from clusterenv._models.skypilot import skypilot_env
+from clusterenv._models.slurm import slurm_env, task_counts
+from clusterenv._models.torchelastic import torchrun_env
+from clusterenv._models.vertex import vertex_env
+from clusterenv._models.volcano import volcano_env
 
 __all__ = [
     "Launch",

@@ -1,5 +1,5 @@
 """How machine-specific values are scrubbed from a capture (which variables it keeps:
-``clusterenv._capture.launcher_variables``)."""
+``clusterenv._diagnosis.capture.launcher_variables``)."""
 
 from __future__ import annotations
 

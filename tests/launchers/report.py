@@ -21,10 +21,10 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 import clusterenv
-from clusterenv._capture import launcher_variables
-from clusterenv._container import container_runtime
-from clusterenv._cpu import probe_cpus
-from clusterenv._detect import launch_inputs
+from clusterenv._diagnosis.capture import launcher_variables
+from clusterenv._engine.detect import launch_inputs
+from clusterenv._node.container import container_runtime
+from clusterenv._node.cpu import probe_cpus
 
 #: Variables the launch line sets from the launcher's own answers: CE_TRUTH_NODE=1 -> "node".
 TRUTH = "CE_TRUTH_"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from clusterenv import ResourceSpec
-from clusterenv._diagnose import diagnose
+from clusterenv._diagnosis.diagnose import diagnose
 from tests.launchers.harness import (
     ON_HOST,
     Cluster,

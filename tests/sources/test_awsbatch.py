@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from clusterenv import MissingVariableError
-from clusterenv._rules import job_port
+from clusterenv._engine.rules import job_port
 from clusterenv.testing import awsbatch_env
 from tests.envs import detect, fields
 

@@ -15,18 +15,18 @@ from pathlib import Path
 
 import pytest
 
-from clusterenv import ResourceSpec, Role, Source, explain_environment
-from clusterenv._capture import launcher_variables
-from clusterenv._diagnose import diagnose
+from clusterenv import ResourceSpec, Role, Source, explain_environment, sources
+from clusterenv._diagnosis.capture import launcher_variables
+from clusterenv._diagnosis.diagnose import diagnose
 from clusterenv.exceptions import MissingVariableError
-from clusterenv.sources import DETECTORS, Detector, detector_for, present
+from clusterenv.sources import DETECTORS, Detector, Kind, detector_for, present
 from clusterenv.testing import Launch, lsf_env, pbs_env
 from tests.available import require_modules
 from tests.envs import examples
 
 ROOT = Path(__file__).parents[2]
 
-#: Each source's builder module (``clusterenv/testing/_<source>.py``) gives its examples.
+#: Each source's builder module (``clusterenv/_models/<source>.py``) gives its examples.
 BUILT: dict[Source, list[Launch]] = {source: examples(source) for source in Source}
 CASES = [(source, launch) for source, launches in BUILT.items() for launch in launches]
 IDS = [f"{source.value}-{i}" for source, launches in BUILT.items() for i in range(len(launches))]
@@ -61,10 +61,30 @@ class _Recording(Mapping[str, str]):
         return len(self.env)
 
 
-def test_the_registry_is_the_source_enum_in_order() -> None:
-    assert [detector.source for detector in DETECTORS] == list(Source)
+def test_the_registry_is_the_source_enum_ordered_by_kind() -> None:
+    """Issue 48: the order is derived from each source's kind, never typed: launchers,
+    schedulers, platforms, generic contracts, the plain machine."""
+    assert {detector.source for detector in DETECTORS} == set(Source)
     assert all(detector_for(source).source is source for source in Source)
+    assert [d.kind for d in DETECTORS] == sorted(d.kind for d in DETECTORS)
+    assert DETECTORS[-1].kind is Kind.MACHINE
     assert all(BUILT.values()), "every source's builder module gives examples()"
+
+
+def test_a_source_declared_out_of_place_still_lands_among_its_kind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A scheduler declared first in ``Source`` (above the launchers), or a launcher last
+    (below the env:// contract), is still placed by its kind."""
+    declared = {source: index for index, source in enumerate(Source)}
+    monkeypatch.setitem(declared, Source.PBS, -1)
+    monkeypatch.setitem(declared, Source.MPI, len(declared))
+    monkeypatch.setattr(sources, "_DECLARED", declared)
+    order = [d.source for d in sources.ordered(reversed(DETECTORS))]
+    launchers = [d.source for d in DETECTORS if d.kind is Kind.LAUNCHER]
+    assert order.index(Source.PBS) == len(launchers)  # the first scheduler
+    assert order.index(Source.MPI) == len(launchers) - 1  # the last launcher
+    assert order.index(Source.PBS) < order.index(Source.SAGEMAKER) < order.index(Source.ENV)
 
 
 @pytest.mark.parametrize(("source", "launch"), CASES, ids=IDS)
@@ -151,18 +171,41 @@ _DEEPSPEED = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_SIZE": "
 _DEEPSPEED |= {"MASTER_ADDR": "198.18.0.9", "MASTER_PORT": "29500"}
 
 
-@pytest.mark.parametrize(("source", "launch"), CASES, ids=IDS)
-def test_a_launcher_started_in_a_job_script_owns_its_ranks(source: Source, launch: Launch) -> None:
-    """Precedence is derived, not declared: a rank that `deepspeed train.py` started from a
-    job script or allocation shell (a source's batch or shell role) is the launcher's."""
-    spec = explain_environment(
+def _spec(launch: Launch) -> ResourceSpec:
+    return explain_environment(
         launch, gpu_probe=tuple, read_file=launch.read_file, ask=launch.ask
     ).spec
-    if spec.role not in (Role.BATCH, Role.SHELL):
+
+
+#: One rank of every registered launcher (its builder's first rank), and DeepSpeed's.
+LAUNCHED = {
+    detector.source.value: next(
+        launch for launch in BUILT[detector.source] if _spec(launch).role is Role.RANK
+    )
+    for detector in DETECTORS
+    if detector.kind is Kind.LAUNCHER
+} | {"deepspeed": Launch(_DEEPSPEED)}
+
+
+@pytest.mark.parametrize("launcher", sorted(LAUNCHED))
+@pytest.mark.parametrize(("source", "launch"), CASES, ids=IDS)
+def test_a_launcher_started_in_a_job_script_owns_its_ranks(
+    source: Source, launch: Launch, launcher: str
+) -> None:
+    """Precedence is derived, not declared: a rank that any registered launcher (torchrun,
+    mpirun, PALS' mpiexec, `deepspeed train.py`) started from a job script or allocation
+    shell (a source's batch or shell role) is the launcher's, never the job script's."""
+    if _spec(launch).role not in (Role.BATCH, Role.SHELL):
         return
-    rank = Launch({**launch, **_DEEPSPEED}, launch.files, launch.answers)
-    inner = explain_environment(rank, gpu_probe=tuple, read_file=rank.read_file, ask=rank.ask).spec
-    assert (inner.source, inner.global_rank, inner.world_size) == (Source.ENV, 1, 2)
+    started = LAUNCHED[launcher]
+    alone = _spec(started)
+    rank = Launch({**launch, **started}, launch.files | started.files, started.answers)
+    inner = _spec(rank)
+    assert (inner.source, inner.global_rank, inner.world_size) == (
+        alone.source,
+        alone.global_rank,
+        alone.world_size,
+    )
 
 
 @pytest.mark.parametrize(("source", "launch"), CASES, ids=IDS)
@@ -242,7 +285,7 @@ def test_no_module_outside_sources_imports_a_detector() -> None:
 def test_no_adapter_asks_the_registry() -> None:
     """Launch facts travel with the result (``Detection.launch``, ``launch_facts``): the
     registry's ``detector_for`` is called only by the sources and the engine."""
-    engine = {ROOT / "clusterenv" / "_detect.py"}
+    engine = {ROOT / "clusterenv" / "_engine" / "detect.py"}
     callers = []
     for path in (ROOT / "clusterenv").rglob("*.py"):
         if "sources" in path.relative_to(ROOT / "clusterenv").parts[:-1] or path in engine:

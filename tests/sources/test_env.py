@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from clusterenv import InconsistentEnvironmentError, MissingVariableError
-from clusterenv._diagnose import diagnose
+from clusterenv._diagnosis.diagnose import diagnose
 from clusterenv.testing import (
     Launch,
     deepspeed_env,

@@ -18,10 +18,10 @@ from clusterenv import (
     detect_environment,
     explain_environment,
 )
-from clusterenv._ask import MAX_ANSWER, ask_command, recorded
 from clusterenv._cli._envfile import capture, read_env_file
 from clusterenv._cli._report import inspect_report
-from clusterenv._rules import PORT_BASE, PORT_SPAN, job_port
+from clusterenv._core.ask import MAX_ANSWER, ask_command, recorded
+from clusterenv._engine.rules import PORT_BASE, PORT_SPAN, job_port
 from clusterenv.testing import flux_env
 from tests.available import require_modules
 from tests.envs import detect, fields

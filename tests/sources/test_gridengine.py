@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from clusterenv import InconsistentEnvironmentError, InvalidVariableError
-from clusterenv._capture import launcher_variables
-from clusterenv._rules import job_port
+from clusterenv._diagnosis.capture import launcher_variables
+from clusterenv._engine.rules import job_port
 from clusterenv.testing import Launch, gridengine_env
 from tests.envs import detect, fields
 

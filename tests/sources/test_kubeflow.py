@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from clusterenv import InconsistentEnvironmentError, MissingVariableError
-from clusterenv._diagnose import diagnose
+from clusterenv._diagnosis.diagnose import diagnose
 from clusterenv.testing import kubeflow_env, torchrun_env
 from tests.envs import detect, fields
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from clusterenv import InconsistentEnvironmentError, MissingVariableError
-from clusterenv._diagnose import diagnose
-from clusterenv._rules import job_port
+from clusterenv._diagnosis.diagnose import diagnose
+from clusterenv._engine.rules import job_port
 from clusterenv.testing import flux_env, pals_env, slurm_env
 from tests.envs import detect, fields
 

@@ -14,7 +14,7 @@ from clusterenv import (
     MissingVariableError,
     detect_environment,
 )
-from clusterenv._rules import job_port
+from clusterenv._engine.rules import job_port
 from clusterenv.testing import Launch, mpich_env, openmpi_env, pbs_env
 from tests.envs import detect, fields
 

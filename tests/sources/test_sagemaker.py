@@ -8,7 +8,7 @@ import json
 import pytest
 
 from clusterenv import InconsistentEnvironmentError, InvalidVariableError
-from clusterenv._diagnose import diagnose
+from clusterenv._diagnosis.diagnose import diagnose
 from clusterenv.testing import sagemaker_env, torchrun_env
 from tests.envs import detect, fields
 

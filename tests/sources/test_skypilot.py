@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from clusterenv import InconsistentEnvironmentError, InvalidVariableError
-from clusterenv._rules import job_port
+from clusterenv._engine.rules import job_port
 from clusterenv.testing import skypilot_env, torchrun_env
 from tests.envs import detect, fields
 

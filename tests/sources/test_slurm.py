@@ -15,8 +15,8 @@ from clusterenv import (
     detect_environment,
     explain_environment,
 )
-from clusterenv._diagnose import diagnose
-from clusterenv._rules import PORT_BASE, PORT_SPAN
+from clusterenv._diagnosis.diagnose import diagnose
+from clusterenv._engine.rules import PORT_BASE, PORT_SPAN
 from clusterenv.sources.slurm import parse_gpu_count
 from clusterenv.testing import Launch, slurm_env
 from tests.envs import batch_step, salloc_shell, srun_task, torchrun_worker

@@ -16,20 +16,21 @@ the job name (salloc names its jobs ``interactive`` and their srun steps inherit
 
 The main address is task 0's node (``MASTER_ADDR`` overrides): the first host of the node
 list, or under ``--distribution=arbitrary`` the first line of ``SLURM_HOSTFILE``; the main
-port is ``MASTER_PORT`` or derived from the job id (the shared rules: :mod:`clusterenv._rules`).
+port is ``MASTER_PORT`` or derived from the job id (the shared rules:
+:mod:`clusterenv._engine.rules`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from clusterenv._finding import Finding
-from clusterenv._reader import EnvReader, parse_integer
-from clusterenv._safe import shorten
-from clusterenv._spec import Accelerator, ResourceSpec, Role, Source
+from clusterenv._core.finding import Finding
+from clusterenv._core.reader import EnvReader, parse_integer
+from clusterenv._core.safe import shorten
+from clusterenv._core.spec import Accelerator, ResourceSpec, Role, Source
 from clusterenv.exceptions import HostlistError, InconsistentEnvironmentError, MissingVariableError
 from clusterenv.hostlist import count_hosts, expand_hostlist
-from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Roles
+from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Kind, Roles
 from clusterenv.sources.slurm._findings import FINDING_IDS, NTASKS, slurm_findings
 from clusterenv.sources.slurm._main_address import main_address_findings
 from clusterenv.sources.slurm._placement import rank_zero_node
@@ -46,6 +47,7 @@ _STEP = ("SLURM_STEP_ID", "SLURM_STEPID")
 
 class SlurmDetector(Detector):
     source = Source.SLURM
+    kind = Kind.SCHEDULER
     name = "Slurm"
     reason = "SLURM_JOB_ID is set: inside a Slurm job"
     proof = (

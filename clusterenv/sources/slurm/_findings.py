@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from clusterenv._finding import Finding, Level
-from clusterenv._gpu import VENDOR_VARIABLES
-from clusterenv._reader import parse_integer
-from clusterenv._safe import shorten
-from clusterenv._spec import GpuVendor, ResourceSpec, Role
+from clusterenv._core.finding import Finding, Level
+from clusterenv._core.reader import parse_integer
+from clusterenv._core.safe import shorten
+from clusterenv._core.spec import GpuVendor, ResourceSpec, Role
+from clusterenv._node.gpu import VENDOR_VARIABLES
 from clusterenv.exceptions import ClusterEnvError
 from clusterenv.sources._detector import Detector
 from clusterenv.sources.slurm._main_address import main_address_findings

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from clusterenv._finding import Finding
-from clusterenv._names import is_address, is_loopback, short_name
-from clusterenv._safe import shorten
-from clusterenv._spec import ResourceSpec, Role
+from clusterenv._core.finding import Finding
+from clusterenv._core.safe import shorten
+from clusterenv._core.spec import ResourceSpec, Role
+from clusterenv._node.names import is_address, is_loopback, short_name
 
 __all__ = ["main_address_findings"]
 

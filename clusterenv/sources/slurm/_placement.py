@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from clusterenv._reader import EnvReader
-from clusterenv._safe import shorten
+from clusterenv._core.reader import EnvReader
+from clusterenv._core.safe import shorten
 from clusterenv.exceptions import InconsistentEnvironmentError
 
 __all__ = ["rank_zero_node"]

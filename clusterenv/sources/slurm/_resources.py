@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clusterenv._reader import EnvReader, parse_integer
+from clusterenv._core.reader import EnvReader, parse_integer
 from clusterenv.sources.slurm._values import parse_gpu_count, tres_count
 
 __all__ = ["granted_cpus", "slurm_gpus"]

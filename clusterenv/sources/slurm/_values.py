@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from clusterenv._reader import parse_integer
-from clusterenv._safe import shorten
+from clusterenv._core.reader import parse_integer
+from clusterenv._core.safe import shorten
 from clusterenv.exceptions import InvalidVariableError
 from clusterenv.hostlist import MAX_HOSTS
 
