@@ -28,7 +28,7 @@ from clusterenv.testing import slurm_env
 
 __all__ = ["OUTPUTS"]
 
-COMMANDS = ("inspect", "capture", "probe", "run", "env")
+COMMANDS = ("inspect", "capture", "probe", "run", "env", "check")
 
 
 def text_block(text: str) -> str:

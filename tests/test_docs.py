@@ -136,6 +136,8 @@ BASH_BLOCKS = {
     "docs/commands/probe.md": "tests/launchers/test_probe.py (srun, torchrun, --backend gloo)",
     "docs/commands/run.md": "tests/launchers/neural_lam (srun, torchrun), test_fits.py and "
     "test_launches.py (a wrapped torchrun's node rank)",
+    "docs/commands/check.md": "tests/check/test_check.py (each family, the command line, "
+    "--json); live: tests/launchers/test_check.py submits each shape to both Slurm releases",
 }
 
 

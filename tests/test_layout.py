@@ -19,6 +19,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("clusterenv._engine",),
     ("clusterenv._adapters",),
     ("clusterenv._diagnosis",),
+    ("clusterenv._check",),
     (
         *("clusterenv.torch", "clusterenv.jax", "clusterenv.lightning", "clusterenv.config"),
         *("clusterenv.testing", "clusterenv.pytest_plugin"),

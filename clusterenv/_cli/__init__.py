@@ -15,6 +15,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
+from clusterenv._cli._check import check_command
 from clusterenv._cli._env import env_text
 from clusterenv._cli._envfile import EnvFile, Usage, capture, read_env_file
 from clusterenv._cli._errors import internal_error, output_failed, say
@@ -99,9 +100,16 @@ def _main(args: argparse.Namespace) -> int:
     silenced = _silenced(args)  # an unknown id: one line, exit 2
     if args.command == "run":
         return run(args.module, args.target)
+    if args.command == "check":
+        return check_command(args.target, args.json, silenced)
     if args.command == "env":
         print(env_text(args.format, os.environ))
         return 0
+    return _inspect_or_capture(args, silenced)
+
+
+def _inspect_or_capture(args: argparse.Namespace, silenced: frozenset[str]) -> int:
+    """`inspect` and `capture`: this process's report, or a recorded one's."""
     if args.task is not None and not args.env_file:
         raise Usage("--task N replays one task of a launch record: give it with --env-file")
     given = read_env_file(args.env_file, args.task) if args.env_file else None

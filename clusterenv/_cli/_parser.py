@@ -10,7 +10,9 @@ from typing import NoReturn
 
 from clusterenv import __version__
 from clusterenv._adapters.frameworks import DEFAULT_TIMEOUT
+from clusterenv._cli._check import add_check
 from clusterenv._cli._env import FORMATS
+from clusterenv._cli._options import ignore_option
 from clusterenv._cli._probe import timeout_option
 from clusterenv._core.safe import escape
 from clusterenv._core.spec import Source
@@ -87,13 +89,7 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help=f"exit 1 when there are warnings (not notes); {STRICT}=1 does the same",
     )
-    inspect.add_argument(
-        "--ignore",
-        action="append",
-        default=[],
-        metavar="ID",
-        help="silence the finding ID (repeat for several; CLUSTERENV_IGNORE=ID,ID does the same)",
-    )
+    ignore_option(inspect)
     inspect.add_argument(
         "--lightning",
         nargs="?",
@@ -162,14 +158,7 @@ def parser() -> argparse.ArgumentParser:
         "2 when clusterenv refuses: no such script or module, a Trainer value that "
         "contradicts the allocation, a pre-flight error",
     )
-    run.add_argument(
-        "--ignore",
-        action="append",
-        default=[],
-        metavar="ID",
-        help="silence the finding ID (repeat for several; CLUSTERENV_IGNORE=ID,ID does the "
-        "same, and reaches the ranks it starts)",
-    )
+    ignore_option(run, ", and reaches the ranks it starts")
     run.add_argument("-m", dest="module", metavar="MODULE", help="run a module, like python -m")
     run.add_argument("target", nargs=argparse.REMAINDER, metavar="SCRIPT ARGS")
     env = commands.add_parser(
@@ -186,6 +175,7 @@ def parser() -> argparse.ArgumentParser:
         "differently)",
     )
     env.add_argument("--format", choices=FORMATS, default="shell", help="default: shell")
-    for sub in (inspect, capture, probe, run, env):
+    check = add_check(commands)
+    for sub in (inspect, capture, probe, run, env, check):
         sub.add_argument("--debug", action="store_true", help="show tracebacks of errors")
     return top

@@ -39,6 +39,7 @@ class Finding(BaseModel):
 #: accepts these, and a test checks the package writes no other.
 ENGINE_IDS = (
     "batch-step",
+    "check.refused",
     "container-without-job",
     "gpus-double-mask",
     "gpus-hidden",

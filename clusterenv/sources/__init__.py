@@ -17,10 +17,12 @@ from importlib import import_module
 from clusterenv._core.finding import Finding
 from clusterenv._core.spec import ResourceSpec, Source
 from clusterenv.sources._detector import Detector, Fields, Hints, Kind, Roles
+from clusterenv.sources._script import Directives
 
 __all__ = [
     "DETECTORS",
     "Detector",
+    "Directives",
     "Fields",
     "Hints",
     "Kind",
@@ -32,6 +34,7 @@ __all__ = [
     "ordered",
     "present",
     "read_by_a_source",
+    "script_scheduler",
 ]
 
 _DECLARED = {source: index for index, source in enumerate(Source)}
@@ -103,6 +106,15 @@ def findings(spec: ResourceSpec, env: Mapping[str, str]) -> list[Finding]:
     detector = detector_for(spec.source)
     hooks = [detector, *(d for d in found if d is not detector)]
     return [finding for hook in hooks for finding in hook.diagnose(spec, env, around)]
+
+
+def script_scheduler(physical: Sequence[str]) -> Detector:
+    """The scheduler whose directives the job script ``physical`` (its lines) holds most
+    often; Slurm's where none is there (sbatch reads a script with no directive too)."""
+    readers = [d for d in DETECTORS if d.directive]
+    counts = {d: sum(line.startswith(d.directive) for line in physical) for d in readers}
+    best = max(readers, key=lambda d: (counts[d], d.source is Source.SLURM))
+    return best
 
 
 def node_names(env: Mapping[str, str]) -> list[str]:

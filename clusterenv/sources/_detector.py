@@ -13,6 +13,7 @@ from clusterenv._core.launch import Hints, LaunchFacts
 from clusterenv._core.reader import EnvReader
 from clusterenv._core.spec import Fields, ResourceSpec, Source
 from clusterenv._node.gpu import Gpus
+from clusterenv.sources._script import Directives, Options
 
 __all__ = ["Detector", "Fields", "Gpus", "Hints", "Kind", "Roles"]
 
@@ -193,6 +194,36 @@ class Detector(ABC):
         """What this scheduler knows of ``named``, the host that ``given`` (an option of a
         launcher's command line) makes the ranks of ``spec``'s job meet at."""
         return []
+
+    # A job script, read before submission (`clusterenv check`): only a scheduler with
+    # directives (``directive``) answers.
+
+    #: The prefix of this scheduler's job-script directives (``#SBATCH``); "" for none.
+    directive: ClassVar[str] = ""
+
+    def directives(
+        self, physical: Sequence[str], env: Mapping[str, str], argv: Sequence[str]
+    ) -> Directives:
+        """The options the job script ``physical`` (its lines), the input variables of the
+        submit environment ``env`` and the submit command's options ``argv`` ask for."""
+        return Directives()
+
+    def options(self, words: Sequence[str], line: int, command: str) -> Options:
+        """``words`` read as the options of this scheduler's ``command`` (``sbatch``,
+        ``srun``) up to the first that is none, which begins ``rest``."""
+        return Options(rest=list(words))
+
+    def allocation(
+        self, read: Directives, found: list[tuple[int, Finding]]
+    ) -> dict[str, int | str | dict[str, int] | None]:
+        """What ``read`` asks for: nodes, tasks_per_node, ntasks, gpus_per_node,
+        gpus_per_task, cpus_per_task, job_name, array, and ``lines`` (each one's line)."""
+        return {}
+
+    def command_output(self, words: Sequence[str], env: Mapping[str, str]) -> str | None:
+        """What this scheduler's command ``words`` prints in a job of ``env``
+        (``scontrol show hostnames``); ``None`` for commands it does not know."""
+        return None
 
     def facts(self, spec: ResourceSpec) -> LaunchFacts:
         """What an adapter needs to know of ``spec``'s launch beyond the spec."""

@@ -7,6 +7,7 @@ an allocation torchrun, not srun, is what started this process.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import functools
 import io
@@ -192,15 +193,60 @@ def _parse(command: tuple[str, ...]) -> tuple[str, Any] | None:
     quiet = contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO())
     with quiet[0], quiet[1], contextlib.suppress(SystemExit, ImportError):
         if name in _TORCHRUN:
-            from torch.distributed.run import get_args_parser  # noqa: PLC0415 - it will run
-
-            return "torchrun --node_rank", get_args_parser().parse_args(command[1:])
+            return "torchrun --node_rank", _torchrun_parser().parse_args(command[1:])
         from accelerate.commands.launch import launch_command_parser  # noqa: PLC0415
 
         return "accelerate launch --machine_rank", launch_command_parser().parse_args(
             command[1 + launch :]
         )
     return None
+
+
+def _torchrun_parser() -> argparse.ArgumentParser:
+    """torchrun's own parser where torch is installed; else (`clusterenv check` on a laptop)
+    the options that place its workers, read as torchrun reads them (torch 2.13's
+    ``torch/distributed/run.py``), the rest kept unread."""
+    try:
+        from torch.distributed.run import get_args_parser  # noqa: PLC0415 - it will run
+    except ImportError:
+        pass
+    else:
+        return get_args_parser()
+    parser = argparse.ArgumentParser(allow_abbrev=False)
+    for names, default in _TORCHRUN_OPTIONS.items():
+        parser.add_argument(
+            *names, default=default, action=("store_true" if default is False else "store")
+        )
+    parser.add_argument("training_script")
+    parser.add_argument("training_script_args", nargs=argparse.REMAINDER)
+    return parser
+
+
+#: The options of torchrun that say where and how many workers start, with their defaults;
+#: the others that take a value, so that the script is found after them.
+_TORCHRUN_OPTIONS: dict[tuple[str, ...], object] = {
+    ("--nnodes",): "1:1",
+    ("--nproc-per-node", "--nproc_per_node"): "1",
+    ("--node-rank", "--node_rank"): 0,
+    ("--rdzv-backend", "--rdzv_backend"): "static",
+    ("--rdzv-endpoint", "--rdzv_endpoint"): "",
+    ("--rdzv-id", "--rdzv_id"): "none",
+    ("--rdzv-conf", "--rdzv_conf"): "",
+    ("--standalone",): False,
+    ("--master-addr", "--master_addr"): "127.0.0.1",
+    ("--master-port", "--master_port"): 29500,
+    ("--max-restarts", "--max_restarts"): 0,
+    ("--monitor-interval", "--monitor_interval"): 0.1,
+    ("--start-method", "--start_method"): "spawn",
+    ("--role",): "default",
+    ("--log-dir", "--log_dir"): None,
+    ("-r", "--redirects"): "0",
+    ("-t", "--tee"): "0",
+    ("--local-ranks-filter", "--local_ranks_filter"): "",
+    ("--local-addr", "--local_addr"): None,
+    ("--logs-specs", "--logs_specs"): None,
+    ("--run-path", "--run_path", "-m", "--module", "--no-python", "--no_python"): False,
+}
 
 
 DETECTOR = TorchElasticDetector()

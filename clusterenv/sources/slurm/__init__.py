@@ -31,6 +31,8 @@ from clusterenv._core.spec import Accelerator, ResourceSpec, Role, Source
 from clusterenv.exceptions import HostlistError, InconsistentEnvironmentError, MissingVariableError
 from clusterenv.hostlist import count_hosts, expand_hostlist
 from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Kind, Roles
+from clusterenv.sources._script import Directives, Options
+from clusterenv.sources.slurm import _allocation, _script
 from clusterenv.sources.slurm._findings import FINDING_IDS, NTASKS, slurm_findings
 from clusterenv.sources.slurm._main_address import main_address_findings
 from clusterenv.sources.slurm._placement import rank_zero_node
@@ -48,6 +50,7 @@ _STEP = ("SLURM_STEP_ID", "SLURM_STEPID")
 class SlurmDetector(Detector):
     source = Source.SLURM
     kind = Kind.SCHEDULER
+    directive = "#SBATCH"
     name = "Slurm"
     reason = "SLURM_JOB_ID is set: inside a Slurm job"
     proof = (
@@ -137,6 +140,22 @@ class SlurmDetector(Detector):
         self, spec: ResourceSpec, env: Mapping[str, str], named: str, given: str
     ) -> list[Finding]:
         return main_address_findings(spec, env, named, given)
+
+    def directives(
+        self, physical: Sequence[str], env: Mapping[str, str], argv: Sequence[str]
+    ) -> Directives:
+        return _script.directives(physical, env, argv)
+
+    def options(self, words: Sequence[str], line: int, command: str) -> Options:
+        return _script.options(words, line, command=command, stop=True)
+
+    def allocation(
+        self, read: Directives, found: list[tuple[int, Finding]]
+    ) -> dict[str, int | str | dict[str, int] | None]:
+        return _allocation.allocation(read, found)
+
+    def command_output(self, words: Sequence[str], env: Mapping[str, str]) -> str | None:
+        return _script.command_output(words, env)
 
     def _step(self, reader: EnvReader) -> tuple[Fields, int | None]:
         """One task of an srun step: the step's geometry, this task's ranks."""

@@ -1,0 +1,126 @@
+"""What the launch lines of a job script share: the batch shell they run in, what a
+command line starts (a launcher, python, srun), and how one predicted process is judged:
+detected from its modelled environment and diagnosed as the pre-flight check would."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from clusterenv._check.report import Allocation, NotModelled, Predicted
+from clusterenv._core.finding import Finding
+from clusterenv._core.safe import shorten
+from clusterenv._core.spec import ResourceSpec
+from clusterenv._diagnosis.diagnose import diagnose
+from clusterenv._engine.detect import detect_environment
+from clusterenv.exceptions import ClusterEnvError
+from clusterenv.sources import Detector, command_findings
+
+__all__ = ["Prediction", "Shell", "judge", "launcher_of", "nproc", "refused", "unwrapped"]
+
+_TORCHRUN = ("torch.distributed.run", "torch.distributed.launch")
+
+
+@dataclass
+class Prediction:
+    """The allocation, launches, findings (line, finding) and what was not modelled."""
+
+    allocation: Allocation
+    launches: list[Predicted] = field(default_factory=list)
+    findings: list[tuple[int, Finding]] = field(default_factory=list)
+    not_modelled: list[NotModelled] = field(default_factory=list)
+
+
+@dataclass
+class Shell:
+    """The batch shell: its variables (exported or not), the allocation's task layout and
+    the scheduler whose commands it runs."""
+
+    alloc: Allocation
+    tasks_per_node: int | None
+    variables: dict[str, tuple[str, bool]]
+    scheduler: Detector
+    depth: int = 0
+
+    def value(self, name: str) -> str | None:
+        return self.variables.get(name, (None, False))[0]
+
+    def exported(self) -> dict[str, str]:
+        return {name: value for name, (value, out) in self.variables.items() if out}
+
+
+def launcher_of(texts: list[str]) -> str | None:
+    """What ``texts`` starts: ``srun``, ``torchrun`` (torchrun, ``python -m
+    torch.distributed.run``, accelerate launch, deepspeed), ``python``, ``mpirun``; ``None``
+    for any other command. ``clusterenv run`` is seen through."""
+    texts = unwrapped(texts)
+    if not texts:
+        return None
+    name = os.path.basename(texts[0])
+    if name == "srun":
+        return "srun"
+    if name in ("mpirun", "mpiexec"):
+        return "mpirun"
+    if name in ("torchrun", "deepspeed") or texts[:2] == ["accelerate", "launch"]:
+        return "torchrun"
+    if name.startswith("python"):
+        module = texts[texts.index("-m") + 1] if "-m" in texts[:-1] else ""
+        return "torchrun" if module in _TORCHRUN else "python"
+    return None
+
+
+def unwrapped(texts: list[str]) -> list[str]:
+    """The command ``clusterenv run`` (or ``python -m clusterenv run``) wraps, as python
+    would run it (``clusterenv run -m MODULE``: ``python -m MODULE``), or ``texts``."""
+    python = bool(texts) and os.path.basename(texts[0]).startswith("python")
+    if texts[:2] == ["clusterenv", "run"]:
+        rest = texts[2:]
+    elif python and texts[1:4] == ["-m", "clusterenv", "run"]:
+        rest = texts[4:]
+    else:
+        return texts
+    while rest[:1] == ["--debug"] or rest[:1] == ["--ignore"]:
+        rest = rest[2:] if rest[0] == "--ignore" else rest[1:]
+    if rest[:1] == ["-m"]:
+        return ["python", *rest]
+    if rest and rest[0].endswith(".py"):
+        return ["python", *rest]
+    return rest
+
+
+def judge(
+    env: Mapping[str, str], command: list[str], *, diagnosed: bool = True, cpus: int | None = None
+) -> tuple[ResourceSpec, list[Finding]]:
+    """The spec a process of ``env`` running ``command`` gets (on ``cpus`` CPUs, where
+    known), and what the pre-flight check's launch-level findings say of it: the diagnosis
+    of a rank (``diagnosed``), and of its launcher's options (a torchrun agent's)."""
+    spec = detect_environment(env, gpu_probe=tuple, cpu_probe=lambda: cpus)
+    run = unwrapped(command)
+    if run and os.path.basename(run[0]).startswith("python") and run[1:2] == ["-m"]:
+        run = run[2:]  # python -m torch.distributed.run: torchrun's words
+    found = diagnose(spec, env) if diagnosed else []
+    return spec, [*found, *command_findings(spec, run, env)]
+
+
+def nproc(command: list[str], gpus: int | None) -> int:
+    """torchrun's ``--nproc-per-node`` (``gpu``/``auto``: the node's GPUs)."""
+    value = "1"
+    for index, word in enumerate(command):
+        for option in ("--nproc-per-node", "--nproc_per_node"):
+            if word == option and index + 1 < len(command):
+                value = command[index + 1]
+            elif word.startswith(option + "="):
+                value = word.partition("=")[2]
+    if value in ("gpu", "auto"):
+        return gpus or 1
+    return int(value) if value.isdigit() and 0 < int(value) < 4096 else 1
+
+
+def refused(error: ClusterEnvError) -> Finding:
+    return Finding(
+        id="check.refused",
+        message=f"the process this line starts would be refused: {shorten(str(error), 400)}",
+        fix=error.hint or "see the message",
+        level="error",
+    )

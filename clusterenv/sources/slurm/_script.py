@@ -1,0 +1,219 @@
+"""A Slurm job script as sbatch reads it: the ``#SBATCH`` directives before the first
+command (sbatch reads no further), the options of the command line and of the ``SBATCH_*``
+input variables over them, and the findings its own text shows (a directive sbatch ignores
+or refuses). Options are read as sbatch's getopt reads them, from the real option tables
+of both releases (:mod:`._options`); srun's options the same way."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+
+from clusterenv._core.finding import Finding
+from clusterenv._core.safe import shorten
+from clusterenv.exceptions import HostlistError
+from clusterenv.hostlist import expand_hostlist
+from clusterenv.sources._script import Directives, Option, Options
+from clusterenv.sources.slurm._options import SBATCH, SRUN, Table, argument
+
+__all__ = ["command_output", "directives", "options"]
+
+_PREFIX = "#SBATCH"
+#: ``# SBATCH``, ``#SABTCH``, ``#sbatch``: what a directive looks like but sbatch skips.
+_LOOKALIKE = re.compile(r"#\s*([A-Za-z]{5,7})\s+-")
+_LETTERS = sorted("SBATCH")
+
+
+def _resolve(name: str, table: Table) -> str | None:
+    """``name`` as getopt reads it: itself, or the one option it abbreviates."""
+    if name in table:
+        return name
+    matches = [option for option in table if option.startswith(name)]
+    return matches[0] if len(matches) == 1 else None
+
+
+def _near(name: str, table: Table) -> str | None:
+    """The stock option ``name`` misspells (one or two letters off), if any."""
+    for option in table:
+        if abs(len(option) - len(name)) <= 2 and len(name) >= 4 and _distance(option, name) <= 2:
+            return option
+    return None
+
+
+def _distance(left: str, right: str) -> int:
+    """Levenshtein distance, for short option names only."""
+    previous = list(range(len(right) + 1))
+    for i, a in enumerate(left, 1):
+        current = [i]
+        for j, b in enumerate(right, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a != b)))
+        previous = current
+    return previous[-1]
+
+
+def options(
+    words: Sequence[str], line: int, *, command: str = "sbatch", stop: bool = False
+) -> Options:
+    """``words`` read as ``command``'s options (``stop``: up to the first word that is not
+    one, srun's command, kept in ``rest``)."""
+    table = SBATCH if command == "sbatch" else SRUN
+    found = Options()
+    shorts = {short: name for name, (short, _) in table.items() if short}
+    index = 0
+    while index < len(words):
+        word = words[index]
+        index += 1
+        if not word.startswith("-") or word == "-":
+            if stop:
+                found.rest = list(words[index - 1 :])
+                return found
+            continue
+        if word == "--":
+            found.rest = list(words[index:])
+            return found
+        if word.startswith("--"):
+            written, has_value, value = word[2:].partition("=")
+            name = _resolve(written, table)
+            if name is None:
+                found.findings.append((line, _unknown(command, word, written, table)))
+                continue
+        else:
+            name = shorts.get(word[1:2], "")
+            if not name:
+                found.findings.append((line, _unknown(command, word, word[1:2], table)))
+                continue
+            has_value, value = ("=", word[2:]) if len(word) > 2 else ("", "")
+        if not has_value and argument(table, name) == "required" and index < len(words):
+            value, has_value = words[index], "="
+            index += 1
+        given = value if has_value else None
+        found.given[name] = Option(name, given, line, word)
+    return found
+
+
+def _unknown(command: str, word: str, written: str, table: Table) -> Finding:
+    base = re.split(r"[^a-z0-9-]", written, maxsplit=1)[0]
+    stock = _resolve(base, table) if base != written and base else None
+    if stock is not None:  # --gres:gpu=4: a stock option with what getopt cannot read
+        return Finding(
+            id="slurm.directive-refused",
+            message=f"{shorten(word)!r} is not {command} syntax: {command} refuses the job "
+            f"(an option's value follows '=' or a space, as in --{stock}=...)",
+            fix=f"write --{stock}={shorten(word[3 + len(base) :] or '...')} "
+            "(for GPUs: --gres=gpu:4 or --gpus-per-node=4)",
+            level="error",
+        )
+    near = _near(written, table)
+    if near is not None:
+        return Finding(
+            id="slurm.directive-near-miss",
+            message=f"{shorten(word)!r} is no {command} option, but a near miss of --{near}: "
+            f"{command} refuses the job unless a site plugin defines it",
+            fix=f"write --{near}",
+        )
+    return Finding(
+        id="slurm.directive-site-option",
+        message=f"{shorten(word)!r} is no stock {command} option (22.05, 24.11): a site's "
+        "plugin may define it (pyxis's --container-image, CSCS's --uenv)",
+        fix="run `sbatch --test-only SCRIPT` on the cluster to see whether it accepts it",
+        level="info",
+    )
+
+
+def directives(physical: Sequence[str], env: Mapping[str, str], argv: Sequence[str]) -> Directives:
+    """The options sbatch takes from the script ``physical`` (its lines), the ``SBATCH_*``
+    input variables of ``env`` and the command line ``argv``, later ones winning."""
+    found = Directives()
+    if not physical or not physical[0].startswith("#!"):
+        found.findings.append((1, _no_shebang(physical)))
+    first = 1 if physical and physical[0].startswith("#!") else 0
+    for index in range(first, len(physical)):
+        text = physical[index].strip()
+        if text.startswith(_PREFIX + " ") or text == _PREFIX:
+            words = _split(text[len(_PREFIX) :])
+            read = options(words, index + 1)
+            found.given |= read.given
+            found.findings += read.findings
+        elif text.startswith("#") or not text:
+            _lookalike(text, index + 1, found)
+        else:
+            found.body = index
+            break
+    else:
+        found.body = len(physical)
+    for index in range(found.body, len(physical)):
+        if physical[index].lstrip().startswith(_PREFIX):
+            found.findings.append((index + 1, _late(physical[index], found.body + 1)))
+    for name, value in sorted(env.items()):
+        option = name.removeprefix("SBATCH_").lower().replace("_", "-")
+        if name.startswith("SBATCH_") and option in SBATCH and argument(SBATCH, option) != "none":
+            found.given[option] = Option(option, value, 0, f"{name}={shorten(value)}")
+    command_line = options(argv, 0)
+    found.given |= command_line.given
+    found.findings += command_line.findings
+    return found
+
+
+def _split(text: str) -> list[str]:
+    """A directive's words, quotes read as sbatch reads them, a ``#`` comment dropped."""
+    try:
+        return shlex.split(text, comments=True)
+    except ValueError:  # an unclosed quote: the words as they stand
+        return text.split("#", 1)[0].split()
+
+
+def command_output(words: Sequence[str], env: Mapping[str, str]) -> str | None:
+    """What ``scontrol show hostnames [LIST]`` prints in a job of ``env`` (one host per
+    line; ``LIST`` defaults to ``SLURM_JOB_NODELIST``), ``None`` for any other command."""
+    if list(words[:3]) != ["scontrol", "show", "hostnames"] or len(words) > 4:
+        return None
+    nodelist = words[3] if len(words) == 4 else env.get("SLURM_JOB_NODELIST", "")
+    try:
+        return "\n".join(expand_hostlist(nodelist)) if nodelist else None
+    except HostlistError:
+        return None
+
+
+def _no_shebang(physical: Sequence[str]) -> Finding:
+    later = next((i + 1 for i, text in enumerate(physical) if text.startswith("#!")), None)
+    where = f" (it is on line {later})" if later else ""
+    return Finding(
+        id="slurm.script-no-shebang",
+        message=f"the first line is not '#!' and an interpreter{where}: sbatch refuses the "
+        "script ('This does not look like a batch script')",
+        fix="make #!/bin/bash the first line, before every #SBATCH",
+        level="error",
+    )
+
+
+def _lookalike(text: str, line: int, found: Directives) -> None:
+    """A comment that looks like a directive sbatch would read, but is not one."""
+    match = _LOOKALIKE.match(text)
+    if match is None or text.startswith("##") or (match.group(1) == "SBATCH" and text[1] != " "):
+        return
+    if (
+        sorted(match.group(1).upper()) != _LETTERS
+        and _distance(match.group(1).upper(), "SBATCH") > 1
+    ):
+        return
+    found.findings.append(
+        (
+            line,
+            Finding(
+                id="slurm.directive-misspelt",
+                message=f"{shorten(text)!r} looks like a directive, but sbatch reads only lines "
+                "that begin with '#SBATCH' exactly: this one is ignored",
+                fix="write #SBATCH, with no space after '#' (## disables a directive on purpose)",
+            ),
+        )
+    )
+
+
+def _late(text: str, body: int) -> Finding:
+    return Finding(
+        id="slurm.directive-after-command",
+        message=f"{shorten(text.strip())!r} comes after the first command (line {body}): "
+        "sbatch reads no directive after it, so this one is ignored",
+        fix="move every #SBATCH line above the first command",
+    )
