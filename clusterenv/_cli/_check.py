@@ -27,8 +27,11 @@ def add_check(commands: argparse._SubParsersAction[Parser]) -> Parser:
         description="Read the Slurm job script SCRIPT as sbatch would, predict what every task "
         "of each launch line (srun, torchrun, python) will see, and name the mistakes at their "
         "lines, before the job queues. `clusterenv check -- sbatch [OPTIONS] SCRIPT` reads "
-        "OPTIONS as sbatch does: they (and SBATCH_* variables) win over the directives.",
-        usage="clusterenv check [-h] [--json] [--ignore ID] (SCRIPT | -- sbatch [OPTIONS] SCRIPT)",
+        "OPTIONS as sbatch does: they (and SBATCH_* variables) win over the directives. "
+        "Several SCRIPTs are checked one after the other (as the pre-commit hook "
+        "clusterenv-check passes them).",
+        usage="clusterenv check [-h] [--json] [--ignore ID] (SCRIPT... | -- sbatch [OPTIONS] "
+        "SCRIPT)",
         epilog="exit status: 0 nothing above a note, 1 warnings or errors, 2 the script cannot "
         "be read",
     )
@@ -36,7 +39,7 @@ def add_check(commands: argparse._SubParsersAction[Parser]) -> Parser:
         "--json", action="store_true", help="print JSON (schema: docs/schema/check-v1.json)"
     )
     ignore_option(sub)
-    sub.add_argument("target", nargs=argparse.REMAINDER, metavar="SCRIPT")
+    sub.add_argument("target", nargs=argparse.REMAINDER, metavar="SCRIPT...")
     return sub
 
 
@@ -48,11 +51,18 @@ def check_command(target: list[str], as_json: bool, silenced: Iterable[str]) -> 
         read = script_scheduler([]).options(words[1:], 0, "sbatch")
         argv = words[1 : len(words) - len(read.rest)]
         words = read.rest
+        words = words[:1]  # the rest are the script's own arguments
     if not words:
         raise Usage("give the job script: clusterenv check SCRIPT (or -- sbatch [OPTIONS] SCRIPT)")
-    report = check(words[0], os.environ, argv, silenced)
-    if as_json:
-        print(json.dumps(report.model_dump(mode="json"), indent=2))
-    else:
-        print(text(report))
-    return 1 if any(finding.level != "info" for finding in report.findings) else 0
+    if as_json and len(words) > 1:
+        raise Usage("--json reads one job script; give one SCRIPT")
+    code = 0
+    for index, script in enumerate(words):
+        report = check(script, os.environ, argv, silenced)
+        if as_json:
+            print(json.dumps(report.model_dump(mode="json"), indent=2))
+        else:
+            print(("\n" if index else "") + text(report))
+        if any(finding.level != "info" for finding in report.findings):
+            code = 1
+    return code
