@@ -204,9 +204,9 @@ def main() -> None:
     )
     # `clusterenv check` judges each distinct task shape once: a job of 4096 nodes x 8 GPUs
     # costs about what one of 2 nodes does (issue 49: under 1 s).
-    small, big = _job_scripts(2, 4096)
-    measure("clusterenv check (2 nodes x 8 GPUs)", small, "clusterenv inspect")
-    measure("clusterenv check (4096 nodes x 8 GPUs)", big, "clusterenv check (2 nodes x 8 GPUs)")
+    two, many = _job_scripts(2, 4096)
+    measure("clusterenv check (2 nodes x 8 GPUs)", two, "clusterenv inspect")
+    measure("clusterenv check (4096 nodes x 8 GPUs)", many, "clusterenv check (2 nodes x 8 GPUs)")
     measure(
         "import Lightning's SLURMEnvironment",
         _python("from lightning.fabric.plugins.environments import SLURMEnvironment"),
