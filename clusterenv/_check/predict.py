@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from clusterenv._check.arguments import contradictions, not_exported, unset
 from clusterenv._check.launches import (
     Prediction,
     Shell,
@@ -170,6 +171,8 @@ def _command(line: Line, command: list[Word], shell: Shell, result: Prediction) 
     launcher = launcher_of(texts)
     if launcher is None:
         return False
+    said = [*unset(command, shell.variables), *not_exported(line.text, shell.variables)]
+    result.findings += [(line.number, finding) for finding in said]
     if launcher == "srun":
         srun(line, texts, shell, result, prefix)
     elif launcher == "mpirun":
@@ -198,6 +201,7 @@ def _batch_launch(
         result.findings.append((line.number, refused(error)))
         return
     result.findings += [(line.number, f) for f in found if f.level != "info"]
+    result.findings += [(line.number, f) for f in contradictions(texts, spec)]
     workers = nproc(unwrapped(texts), shell.alloc.gpus_per_node) if launcher == "torchrun" else 1
     if launcher == "python" and (nodes > 1 or (shell.tasks_per_node or 1) > 1):
         result.findings.append(

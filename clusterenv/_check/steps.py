@@ -10,6 +10,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from clusterenv._check.arguments import contradictions
 from clusterenv._check.launches import Prediction, Shell, judge, launcher_of, nproc, refused
 from clusterenv._check.report import MAP_NODES, NodeMap, NotModelled, Predicted, Rank
 from clusterenv._check.shell import Line, Unreadable, commands, words
@@ -152,6 +153,7 @@ def _ranks(
         bound = step.cpus or 1  # since 22.05 srun binds a task to its own -c, else one CPU
         if kind == "python":
             spec, found = judge(env, command, cpus=bound)
+            found += contradictions(command, spec)
             result.findings += [(line.number, f) for f in found if f.level != "info"]
             return [spec]
         agent, found = judge(env, command, diagnosed=False)
@@ -169,6 +171,7 @@ def _ranks(
                 run_id="check",
             )
             spec, found = judge(worker, [], cpus=bound)
+            found += contradictions(command, spec)
             result.findings += [(line.number, f) for f in found if f.level != "info"]
             specs.append(spec)
         if index == 0:

@@ -39,7 +39,10 @@ class Finding(BaseModel):
 #: accepts these, and a test checks the package writes no other.
 ENGINE_IDS = (
     "batch-step",
+    "check.argument-contradicts",
+    "check.not-exported",
     "check.refused",
+    "check.unset-variable",
     "container-without-job",
     "gpus-double-mask",
     "gpus-hidden",

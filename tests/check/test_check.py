@@ -260,3 +260,23 @@ def test_every_job_script_of_the_docs_is_silent(tmp_path: Path, name: str, scrip
     result = report(tmp_path, script)
     assert named(result) == {}, name
     assert result.launches, f"{name}: no launch predicted"
+
+
+def test_a_variable_nothing_sets_or_the_tasks_never_see(tmp_path: Path) -> None:
+    typo = GOOD.replace("srun python train.py", "srun python train.py --nodes $SLURM_NNODE")
+    assert named(report(tmp_path, typo)) == {"check.unset-variable": 7}
+    site = GOOD.replace("srun python train.py", "srun python train.py --data $DATA_DIR")
+    assert named(report(tmp_path, site)) == {}  # the submit shell may export it: a note
+    hidden = GOOD.replace("export SRUN_CPUS_PER_TASK", "SRUN_CPUS_PER_TASK")
+    assert named(report(tmp_path, hidden)) == {
+        "check.not-exported": 7,
+        "slurm.cpus-not-inherited": 7,
+    }
+
+
+def test_a_framework_count_that_contradicts_the_launch(tmp_path: Path) -> None:
+    for argument in ("--num_nodes 4", "--trainer.num_nodes=4", "system.hardware.num_nodes=4"):
+        wrong = GOOD.replace("srun python train.py", f"srun python train.py {argument}")
+        assert named(report(tmp_path, wrong)) == {"check.argument-contradicts": 7}, argument
+    right = GOOD.replace("srun python train.py", "srun python train.py --num_nodes 2 --devices 4")
+    assert named(report(tmp_path, right)) == {}
