@@ -17,14 +17,23 @@ __all__ = ["check"]
 
 
 def check(
-    path: str, env: Mapping[str, str], argv: Sequence[str] = (), silenced: Iterable[str] = ()
+    path: str,
+    env: Mapping[str, str],
+    argv: Sequence[str] = (),
+    silenced: Iterable[str] = (),
+    *,
+    ask: bool = False,
 ) -> CheckReport:
     """What sbatch makes of the job script at ``path`` submitted from ``env`` (its
-    ``SBATCH_*`` input variables) with ``argv``'s options, and what every task will see."""
+    ``SBATCH_*`` input variables) with ``argv``'s options, and what every task will see;
+    with ``ask``, the scheduler configured here is asked too (``sbatch --test-only``)."""
     physical = read_script(path)
     scheduler = script_scheduler(physical)
     read = scheduler.directives(physical, env, argv)
     prediction = predict(physical, read, scheduler)
+    answer = scheduler.test_submit(path, argv) if ask else None
+    if answer is not None:
+        prediction.findings += [(0, finding) for finding in answer[1]]
     quiet = frozenset(silenced)
     seen: set[tuple[int, str, str]] = set()
     findings = []
@@ -36,6 +45,7 @@ def check(
         findings.append(Finding(line=line, **finding.model_dump()))
     return CheckReport(
         script=path,
+        scheduler_says=None if answer is None else answer[0],
         allocation=prediction.allocation,
         launches=prediction.launches,
         findings=findings,

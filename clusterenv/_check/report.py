@@ -82,6 +82,8 @@ class CheckReport(_Model):
     schema_version: Literal[1] = SCHEMA_VERSION
     script: str
     scheduler: Literal["slurm"] = "slurm"
+    #: The scheduler's own verdict, where one answered here (``sbatch --test-only``).
+    scheduler_says: str | None = None
     allocation: Allocation
     launches: list[Predicted]
     findings: list[Finding]
@@ -107,6 +109,8 @@ def text(report: CheckReport) -> str:
         if value is not None
     ]
     out.append("allocation: " + (", ".join(asked) or "the scheduler's defaults (1 node, 1 task)"))
+    if report.scheduler_says is not None:
+        out.append(f"sbatch --test-only: {report.scheduler_says}")
     for launch in report.launches:
         address = f", main address {launch.main_address}:{launch.main_port}"
         out.append(
@@ -120,9 +124,9 @@ def text(report: CheckReport) -> str:
     if report.launches:
         out.append("  (cn001, cn002, ... stand for the job's nodes in order)")
     for finding in report.findings:
+        where = f"line {finding.line}" if finding.line else "the submission"
         out.append(
-            f"line {finding.line}: {finding.level} [{finding.id}]: {finding.message}. "
-            f"Fix: {finding.fix}"
+            f"{where}: {finding.level} [{finding.id}]: {finding.message}. Fix: {finding.fix}"
         )
     for skipped in report.not_modelled:
         out.append(f"line {skipped.line}: not modelled: {skipped.text} ({skipped.why})")

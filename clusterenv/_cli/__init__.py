@@ -101,7 +101,7 @@ def _main(args: argparse.Namespace) -> int:
     if args.command == "run":
         return run(args.module, args.target)
     if args.command == "check":
-        return check_command(args.target, args.json, silenced)
+        return check_command(args.target, args.json, silenced, offline=args.offline)
     if args.command == "env":
         print(env_text(args.format, os.environ))
         return 0

@@ -39,11 +39,18 @@ def add_check(commands: argparse._SubParsersAction[Parser]) -> Parser:
         "--json", action="store_true", help="print JSON (schema: docs/schema/check-v1.json)"
     )
     ignore_option(sub)
+    sub.add_argument(
+        "--offline",
+        action="store_true",
+        help="do not ask the Slurm configured here (sbatch --test-only) what it makes of the job",
+    )
     sub.add_argument("target", nargs=argparse.REMAINDER, metavar="SCRIPT...")
     return sub
 
 
-def check_command(target: list[str], as_json: bool, silenced: Iterable[str]) -> int:
+def check_command(
+    target: list[str], as_json: bool, silenced: Iterable[str], *, offline: bool = False
+) -> int:
     """Check the script ``target`` names; the exit status."""
     words = target[1:] if target[:1] == ["--"] else target
     argv: list[str] = []
@@ -58,7 +65,7 @@ def check_command(target: list[str], as_json: bool, silenced: Iterable[str]) -> 
         raise Usage("--json reads one job script; give one SCRIPT")
     code = 0
     for index, script in enumerate(words):
-        report = check(script, os.environ, argv, silenced)
+        report = check(script, os.environ, argv, silenced, ask=not offline)
         if as_json:
             print(json.dumps(report.model_dump(mode="json"), indent=2))
         else:

@@ -220,6 +220,12 @@ class Detector(ABC):
         gpus_per_task, cpus_per_task, job_name, array, and ``lines`` (each one's line)."""
         return {}
 
+    def test_submit(self, path: str, argv: Sequence[str]) -> tuple[str, list[Finding]] | None:
+        """What this scheduler, where one answers here, says of submitting the job script
+        at ``path`` with ``argv`` without submitting it (``sbatch --test-only``), verbatim,
+        and the findings that verdict is; ``None`` where none answers."""
+        return None
+
     def command_output(self, words: Sequence[str], env: Mapping[str, str]) -> str | None:
         """What this scheduler's command ``words`` prints in a job of ``env``
         (``scontrol show hostnames``); ``None`` for commands it does not know."""

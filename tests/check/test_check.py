@@ -192,14 +192,14 @@ def test_silenced_findings_and_the_exit_status(
 ) -> None:
     path = tmp_path / "job.sbatch"
     path.write_text(textwrap.dedent(GOOD.replace("srun python", "python")))
-    assert main(["check", str(path)]) == 1
+    assert main(["check", "--offline", str(path)]) == 1
     assert "line 7: warning [slurm.no-launcher]" in capsys.readouterr().out
-    assert main(["check", "--ignore", "slurm.no-launcher", str(path)]) == 0
+    assert main(["check", "--offline", "--ignore", "slurm.no-launcher", str(path)]) == 0
     capsys.readouterr()
     path.write_text(textwrap.dedent(GOOD))
-    assert main(["check", "--json", str(path)]) == 0
+    assert main(["check", "--offline", "--json", str(path)]) == 0
     assert json.loads(capsys.readouterr().out)["launches"][0]["world_size"] == 8
-    assert main(["check", "--", "sbatch", "-N", "1", str(path)]) == 0
+    assert main(["check", "--offline", "--", "sbatch", "-N", "1", str(path)]) == 0
     assert "world size 4" in capsys.readouterr().out
 
 
@@ -221,7 +221,7 @@ def test_hostile_scripts_end_in_one_short_line(
     path = tmp_path / "job.sbatch"
     path.write_bytes(content)
     start = time.perf_counter()
-    code = main(["check", str(path)])
+    code = main(["check", "--offline", str(path)])
     elapsed = time.perf_counter() - start
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err

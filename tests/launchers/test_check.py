@@ -78,3 +78,25 @@ def test_the_prediction_is_every_real_task(
     told = sorted((r.rank, r.local_rank, node.node) for node in launch.map for r in node.ranks)
     assert told == seen
     assert all(record["preflight"] == [] for record in _records(out) if "preflight" in record)
+
+
+@pytest.mark.slurm
+def test_the_cluster_at_hand_judges_the_request(tmp_path: Path, slurm_cluster: Cluster) -> None:
+    """With a Slurm configured here, `check` shows sbatch --test-only's verdict verbatim: a
+    partition the cluster does not have is refused at once, the corrected twin would start."""
+    script = tmp_path / "job.sbatch"
+
+    def checked(body: str) -> dict[str, Any]:
+        script.write_text("#!/bin/bash\n#SBATCH --nodes=2\n" + body + "srun hostname\n")
+        line = f"{sys.executable} -m clusterenv check --json {script}"
+        result = run(line, tmp_path, slurm=slurm_cluster)
+        assert result.returncode in (0, 1), result.stderr[-3000:]
+        report: dict[str, Any] = json.loads(result.stdout)
+        return report
+
+    wrong = checked("#SBATCH --partition=nosuch\n")
+    assert [f["id"] for f in wrong["findings"]] == ["slurm.test-only-refused"], wrong
+    assert "partition" in wrong["scheduler_says"].lower()
+    right = checked("")
+    assert right["findings"] == [], right
+    assert "to start at" in right["scheduler_says"], right["scheduler_says"]

@@ -157,6 +157,10 @@ class SlurmDetector(Detector):
     def command_output(self, words: Sequence[str], env: Mapping[str, str]) -> str | None:
         return _script.command_output(words, env)
 
+    def test_submit(self, path: str, argv: Sequence[str]) -> tuple[str, list[Finding]] | None:
+        verdict = _script.test_only(path, argv)
+        return None if verdict is None else (verdict, _script.test_only_findings(verdict))
+
     def _step(self, reader: EnvReader) -> tuple[Fields, int | None]:
         """One task of an srun step: the step's geometry, this task's ranks."""
         num_nodes = reader.integer(

@@ -46,6 +46,7 @@ FINDING_IDS = tuple(
         "step-ntasks-inherited",
         "step-smaller-than-job",
         "tasks-not-gpus",
+        "test-only-refused",
         "torchrun-more-nodes",
         "torchrun-one-node",
     )

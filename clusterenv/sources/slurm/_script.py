@@ -6,8 +6,11 @@ of both releases (:mod:`._options`); srun's options the same way."""
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import shutil
+import subprocess
 from collections.abc import Mapping, Sequence
 
 from clusterenv._core.finding import Finding
@@ -173,6 +176,52 @@ def command_output(words: Sequence[str], env: Mapping[str, str]) -> str | None:
         return "\n".join(expand_hostlist(nodelist)) if nodelist else None
     except HostlistError:
         return None
+
+
+#: Seconds sbatch --test-only may take (a slurmctld that does not answer: no verdict).
+TEST_ONLY_S = 15
+
+
+def test_only(path: str, argv: Sequence[str]) -> str | None:
+    """``sbatch --test-only ARGV PATH``'s verdict, where a Slurm is configured here (its
+    slurm.conf, or ``SLURM_CONF``): when the job would start, or why it never would."""
+    if shutil.which("sbatch") is None:
+        return None
+    if not (os.environ.get("SLURM_CONF") or os.path.exists("/etc/slurm/slurm.conf")):
+        return None  # a laptop: sbatch would only ask DNS for a controller, for seconds
+    try:
+        done = subprocess.run(
+            ["sbatch", "--test-only", *argv, path],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=TEST_ONLY_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return (done.stderr.strip() or done.stdout.strip())[:2000] or None
+
+
+#: What sbatch says when it was refused: the controller judged the job itself. Anything
+#: else (no controller answered, no configuration) is no evidence about the job.
+_REFUSED = ("Batch job submission failed", "invalid partition", "Invalid account")
+
+
+def test_only_findings(verdict: str) -> list[Finding]:
+    """A verdict of ``sbatch --test-only`` that refuses the job (certain: the controller
+    judged it); a controller that did not answer says nothing."""
+    if not any(refusal.lower() in verdict.lower() for refusal in _REFUSED):
+        return []
+    return [
+        Finding(
+            id="slurm.test-only-refused",
+            message=f"sbatch --test-only on this cluster refuses the job: {shorten(verdict, 400)}",
+            fix="change what it names (a partition, a count the nodes do not have) before "
+            "submitting",
+            level="error",
+        )
+    ]
 
 
 def _no_shebang(physical: Sequence[str]) -> Finding:
