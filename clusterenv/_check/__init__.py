@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from clusterenv._check.predict import predict
-from clusterenv._check.report import CheckReport, Finding
+from clusterenv._check.report import CheckReport, Finding, NotModelled
 from clusterenv._check.shell import read_script
 from clusterenv.sources import script_scheduler
 
@@ -49,5 +49,11 @@ def check(
         allocation=prediction.allocation,
         launches=prediction.launches,
         findings=findings,
-        not_modelled=prediction.not_modelled,
+        not_modelled=[
+            *(
+                NotModelled(line=line, text=physical[line - 1][:200], why=why)
+                for line, why in read.unread
+            ),
+            *prediction.not_modelled,
+        ],
     )

@@ -33,6 +33,8 @@ class Options:
 
 @dataclass
 class Directives(Options):
-    """The script's directives; ``body`` is the 0-based line where its commands begin."""
+    """The script's directives; ``body`` is the 0-based line where its commands begin;
+    ``unread``: (line, why) for what the scheduler reads that is not modelled."""
 
     body: int = 0
+    unread: list[tuple[int, str]] = field(default_factory=list)

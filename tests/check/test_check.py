@@ -280,3 +280,15 @@ def test_a_framework_count_that_contradicts_the_launch(tmp_path: Path) -> None:
         assert named(report(tmp_path, wrong)) == {"check.argument-contradicts": 7}, argument
     right = GOOD.replace("srun python train.py", "srun python train.py --num_nodes 2 --devices 4")
     assert named(report(tmp_path, right)) == {}
+
+
+def test_heterogeneous_and_array_jobs_say_what_is_not_modelled(tmp_path: Path) -> None:
+    het = GOOD.replace(
+        "    #SBATCH --cpus-per-task=8\n", "    #SBATCH hetjob\n    #SBATCH --nodes=8\n"
+    )
+    result = report(tmp_path, het)
+    assert result.allocation.nodes == 2  # the first component's
+    assert [(n.line, n.why[:20]) for n in result.not_modelled] == [(5, "a heterogeneous job:")]
+    array = report(tmp_path, GOOD.replace("#SBATCH --nodes=2", "#SBATCH --nodes=2 --array=0-3"))
+    assert array.allocation.array == "0-3"
+    assert [n.line for n in array.not_modelled] == [2]

@@ -131,13 +131,11 @@ def directives(physical: Sequence[str], env: Mapping[str, str], argv: Sequence[s
     if not physical or not physical[0].startswith("#!"):
         found.findings.append((1, _no_shebang(physical)))
     first = 1 if physical and physical[0].startswith("#!") else 0
+    het = False
     for index in range(first, len(physical)):
         text = physical[index].strip()
         if text.startswith(_PREFIX + " ") or text == _PREFIX:
-            words = _split(text[len(_PREFIX) :])
-            read = options(words, index + 1)
-            found.given |= read.given
-            found.findings += read.findings
+            het = _directive(_split(text[len(_PREFIX) :]), index + 1, found, het)
         elif text.startswith("#") or not text:
             _lookalike(text, index + 1, found)
         else:
@@ -148,6 +146,9 @@ def directives(physical: Sequence[str], env: Mapping[str, str], argv: Sequence[s
     for index in range(found.body, len(physical)):
         if physical[index].lstrip().startswith(_PREFIX):
             found.findings.append((index + 1, _late(physical[index], found.body + 1)))
+    if "array" in found.given:
+        line = found.given["array"].line
+        found.unread.append((line, "an array job: each task is predicted as the job itself"))
     for name, value in sorted(env.items()):
         option = name.removeprefix("SBATCH_").lower().replace("_", "-")
         if name.startswith("SBATCH_") and option in SBATCH and argument(SBATCH, option) != "none":
@@ -156,6 +157,19 @@ def directives(physical: Sequence[str], env: Mapping[str, str], argv: Sequence[s
     found.given |= command_line.given
     found.findings += command_line.findings
     return found
+
+
+def _directive(words: list[str], line: int, found: Directives, het: bool) -> bool:
+    """Read one directive's ``words`` into ``found``; whether a heterogeneous job's later
+    component has begun (those are not read)."""
+    if words[:1] in (["hetjob"], [":"], ["packjob"]) and not het:
+        found.unread.append((line, "a heterogeneous job: only its first component is read"))
+        return True
+    if not het:
+        read = options(words, line)
+        found.given |= read.given
+        found.findings += read.findings
+    return het
 
 
 def _split(text: str) -> list[str]:
