@@ -20,6 +20,8 @@ from unittest import mock
 
 import clusterenv
 from clusterenv import PreflightError, detect_environment
+from clusterenv._check import check
+from clusterenv._check.report import text as check_text
 from clusterenv._cli._env import env_text
 from clusterenv._cli._parser import parser
 from clusterenv._probe import ProbeReport
@@ -33,6 +35,12 @@ COMMANDS = ("inspect", "capture", "probe", "run", "env", "check")
 
 def text_block(text: str) -> str:
     return f"```text\n{text.rstrip()}\n```"
+
+
+def checked(script: str) -> str:
+    """`clusterenv check docs/SCRIPT --offline`, as run from the repository's root."""
+    report = check(os.path.join(os.path.dirname(__file__), "..", "docs", script), {})
+    return text_block(check_text(report.model_copy(update={"script": f"docs/{script}"})))
 
 
 @contextlib.contextmanager
@@ -136,6 +144,9 @@ OUTPUTS: dict[tuple[str, str], Callable[[], str]] = {
     ),
     ("docs/commands/env.md", "torchrun"): lambda: text_block(
         env_text("torchrun", dict(slurm_env(nodes=2, tasks_per_node=1, procid=1, gpus_per_node=4)))
+    ),
+    ("docs/commands/check.md", "neural-lam"): lambda: checked(
+        "examples/broken/neural-lam-readme.sbatch"
     ),
     ("docs/inspect.md", "preflight-warning"): preflight_warning,
     ("docs/integrations/anemoi.md", "refusal"): lightning_refusal,

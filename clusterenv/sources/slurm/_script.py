@@ -103,8 +103,8 @@ def _unknown(command: str, word: str, written: str, table: Table) -> Finding:
             id="slurm.directive-refused",
             message=f"{shorten(word)!r} is not {command} syntax: {command} refuses the job "
             f"(an option's value follows '=' or a space, as in --{stock}=...)",
-            fix=f"write --{stock}={shorten(word[3 + len(base) :] or '...')} "
-            "(for GPUs: --gres=gpu:4 or --gpus-per-node=4)",
+            fix=f"write --{stock}={shorten(word[3 + len(base) :].replace('=', ':', 1) or '...')}"
+            + (" (or --gpus-per-node=N)" if stock == "gres" else ""),
             level="error",
         )
     near = _near(written, table)
