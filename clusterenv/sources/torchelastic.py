@@ -7,18 +7,20 @@ an allocation torchrun, not srun, is what started this process.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import functools
 import io
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clusterenv._core.finding import Finding
 from clusterenv._core.reader import EnvReader
 from clusterenv._core.spec import ResourceSpec, Role, Source
 from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Kind
+
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = ["DETECTOR", "TorchElasticDetector"]
 
@@ -206,6 +208,8 @@ def _torchrun_parser() -> argparse.ArgumentParser:
     """torchrun's own parser where torch is installed; else (`clusterenv check` on a laptop)
     the options that place its workers, read as torchrun reads them (torch 2.13's
     ``torch/distributed/run.py``), the rest kept unread."""
+    import argparse  # noqa: PLC0415 - only a launcher's command line needs it
+
     try:
         from torch.distributed.run import get_args_parser  # noqa: PLC0415 - it will run
     except ImportError:

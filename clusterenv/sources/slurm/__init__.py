@@ -32,7 +32,6 @@ from clusterenv.exceptions import HostlistError, InconsistentEnvironmentError, M
 from clusterenv.hostlist import count_hosts, expand_hostlist
 from clusterenv.sources._detector import Detector, Fields, Gpus, Hints, Kind, Roles
 from clusterenv.sources._script import Directives, Options
-from clusterenv.sources.slurm import _allocation, _script
 from clusterenv.sources.slurm._findings import FINDING_IDS, NTASKS, slurm_findings
 from clusterenv.sources.slurm._main_address import main_address_findings
 from clusterenv.sources.slurm._placement import rank_zero_node
@@ -141,23 +140,35 @@ class SlurmDetector(Detector):
     ) -> list[Finding]:
         return main_address_findings(spec, env, named, given)
 
+    # Only `clusterenv check` reads a job script: detection never loads what it needs
+    # (its option tables, subprocess for sbatch --test-only).
     def directives(
         self, physical: Sequence[str], env: Mapping[str, str], argv: Sequence[str]
     ) -> Directives:
+        from clusterenv.sources.slurm import _script  # noqa: PLC0415
+
         return _script.directives(physical, env, argv)
 
     def options(self, words: Sequence[str], line: int, command: str) -> Options:
+        from clusterenv.sources.slurm import _script  # noqa: PLC0415
+
         return _script.options(words, line, command=command, stop=True)
 
     def allocation(
         self, read: Directives, found: list[tuple[int, Finding]]
     ) -> dict[str, int | str | dict[str, int] | None]:
+        from clusterenv.sources.slurm import _allocation  # noqa: PLC0415
+
         return _allocation.allocation(read, found)
 
     def command_output(self, words: Sequence[str], env: Mapping[str, str]) -> str | None:
+        from clusterenv.sources.slurm import _script  # noqa: PLC0415
+
         return _script.command_output(words, env)
 
     def test_submit(self, path: str, argv: Sequence[str]) -> tuple[str, list[Finding]] | None:
+        from clusterenv.sources.slurm import _script  # noqa: PLC0415
+
         verdict = _script.test_only(path, argv)
         return None if verdict is None else (verdict, _script.test_only_findings(verdict))
 
