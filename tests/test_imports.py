@@ -47,13 +47,15 @@ def test_the_lazy_names_are_the_public_ones() -> None:
 
 
 def test_inspect_runs_without_the_probe() -> None:
-    """Only `clusterenv probe` loads the probe (its protocol's models cost `inspect` 8 ms)."""
+    """Only `clusterenv probe` loads the probe (its protocol's models cost `inspect` 8 ms),
+    only `clusterenv check` the job-script reader."""
     script = (
         "import contextlib, io, sys\n"
         "from clusterenv._cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    main(['inspect', '--json'])\n"
-        "print(sorted(name for name in sys.modules if name.startswith('clusterenv._probe')))"
+        "print(sorted(name for name in sys.modules if name.startswith(('clusterenv._probe', "
+        "'clusterenv._check'))))"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr

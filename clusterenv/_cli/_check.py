@@ -8,8 +8,6 @@ import os
 from collections.abc import Iterable
 from typing import TypeVar
 
-from clusterenv._check import check
-from clusterenv._check.report import text
 from clusterenv._cli._envfile import Usage
 from clusterenv._cli._options import ignore_option
 from clusterenv.sources import script_scheduler
@@ -63,6 +61,10 @@ def check_command(
         raise Usage("give the job script: clusterenv check SCRIPT (or -- sbatch [OPTIONS] SCRIPT)")
     if as_json and len(words) > 1:
         raise Usage("--json reads one job script; give one SCRIPT")
+    # Loaded here: `inspect` and the other commands never pay for the job-script reader.
+    from clusterenv._check import check  # noqa: PLC0415
+    from clusterenv._check.report import text  # noqa: PLC0415
+
     code = 0
     for index, script in enumerate(words):
         report = check(script, os.environ, argv, silenced, ask=not offline)
