@@ -15,9 +15,9 @@ from clusterenv._core.spec import ResourceSpec
 from clusterenv._diagnosis.diagnose import diagnose
 from clusterenv._engine.detect import detect_environment
 from clusterenv.exceptions import ClusterEnvError
-from clusterenv.sources import Detector, command_findings
+from clusterenv.sources import Detector, command_counts, command_findings
 
-__all__ = ["Prediction", "Shell", "judge", "launcher_of", "nproc", "refused", "unwrapped"]
+__all__ = ["Prediction", "Shell", "counts", "judge", "launcher_of", "refused", "unwrapped"]
 
 _TORCHRUN = ("torch.distributed.run", "torch.distributed.launch")
 
@@ -96,25 +96,30 @@ def judge(
     known), and what the pre-flight check's launch-level findings say of it: the diagnosis
     of a rank (``diagnosed``), and of its launcher's options (a torchrun agent's)."""
     spec = detect_environment(env, gpu_probe=tuple, cpu_probe=lambda: cpus)
+    found = diagnose(spec, env) if diagnosed else []
+    return spec, [*found, *command_findings(spec, _launcher_words(command), env)]
+
+
+def _launcher_words(command: list[str]) -> list[str]:
+    """``command`` as its launcher's parser takes it: ``clusterenv run`` seen through,
+    ``python -m torch.distributed.run ...`` as ``torch.distributed.run ...``."""
     run = unwrapped(command)
     if run and os.path.basename(run[0]).startswith("python") and run[1:2] == ["-m"]:
-        run = run[2:]  # python -m torch.distributed.run: torchrun's words
-    found = diagnose(spec, env) if diagnosed else []
-    return spec, [*found, *command_findings(spec, run, env)]
+        return run[2:]
+    return run
 
 
-def nproc(command: list[str], gpus: int | None) -> int:
-    """torchrun's ``--nproc-per-node`` (``gpu``/``auto``: the node's GPUs)."""
-    value = "1"
-    for index, word in enumerate(command):
-        for option in ("--nproc-per-node", "--nproc_per_node"):
-            if word == option and index + 1 < len(command):
-                value = command[index + 1]
-            elif word.startswith(option + "="):
-                value = word.partition("=")[2]
-    if value in ("gpu", "auto"):
-        return gpus or 1
-    return int(value) if value.isdigit() and 0 < int(value) < 4096 else 1
+def counts(command: list[str], gpus: int | None) -> tuple[str, int] | None:
+    """The node count torchrun's ``--nnodes`` asks for, as written (``"1:4"``), and its
+    workers per node (``--nproc-per-node``; ``gpu``/``auto``: the node's GPUs), as the
+    torchrun source reads them; ``None`` where it does not read ``command``."""
+    found = command_counts(_launcher_words(command))
+    if found is None:
+        return None
+    nnodes, written = found
+    if written in ("gpu", "auto"):
+        return nnodes, gpus or 1
+    return nnodes, int(written) if written.isdigit() and 0 < int(written) < 4096 else 1
 
 
 def refused(error: ClusterEnvError) -> Finding:

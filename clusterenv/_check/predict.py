@@ -13,11 +13,10 @@ from clusterenv._check.arguments import contradictions, not_exported, unset
 from clusterenv._check.launches import (
     Prediction,
     Shell,
+    counts,
     judge,
     launcher_of,
-    nproc,
     refused,
-    unwrapped,
 )
 from clusterenv._check.report import Allocation, NodeMap, NotModelled, Predicted, Rank
 from clusterenv._check.shell import Line, Unreadable, Word, commands, lines, words
@@ -82,13 +81,12 @@ def predict(physical: Sequence[str], read: Directives, scheduler: Detector) -> P
     )
     variables = {name: (value, True) for name, value in batch.items()}
     shell = Shell(alloc, tasks_per_node, variables, scheduler)
+    body = lines(list(physical), read.body)
     started = False
-    for line in lines(list(physical), read.body):
+    for line in body:
         started |= _line(line, shell, result)
     if not started and (nodes > 1 or (tasks_per_node or 1) > 1):
-        last = (
-            lines(list(physical), read.body)[-1].number if physical[read.body :] else len(physical)
-        )
+        last = body[-1].number if body else len(physical)
         found.append((last, _no_launcher(nodes, "no line of the script starts a launcher")))
     return result
 
@@ -196,13 +194,14 @@ def _batch_launch(
     env = {**shell.exported(), **prefix}
     nodes = shell.alloc.nodes or 1
     try:
-        spec, found = judge(env, unwrapped(texts))
+        spec, found = judge(env, texts)
     except ClusterEnvError as error:
         result.findings.append((line.number, refused(error)))
         return
     result.findings += [(line.number, f) for f in found if f.level != "info"]
     result.findings += [(line.number, f) for f in contradictions(texts, spec)]
-    workers = nproc(unwrapped(texts), shell.alloc.gpus_per_node) if launcher == "torchrun" else 1
+    counted = counts(texts, shell.alloc.gpus_per_node) if launcher == "torchrun" else None
+    workers = 1 if counted is None else counted[1]
     if launcher == "python" and (nodes > 1 or (shell.tasks_per_node or 1) > 1):
         result.findings.append(
             (line.number, _no_launcher(nodes, "python starts once, in the batch step"))

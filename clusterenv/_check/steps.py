@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from clusterenv._check.arguments import contradictions
-from clusterenv._check.launches import Prediction, Shell, judge, launcher_of, nproc, refused
+from clusterenv._check.launches import Prediction, Shell, counts, judge, launcher_of, refused
 from clusterenv._check.report import MAP_NODES, NodeMap, NotModelled, Predicted, Rank
 from clusterenv._check.shell import Line, Unreadable, commands, words
 from clusterenv._core.finding import Finding
@@ -158,7 +158,7 @@ def _ranks(
             return [spec]
         agent, found = judge(env, command, diagnosed=False)
         result.findings += [(line.number, f) for f in found if f.level != "info"]
-        workers = nproc(command, step.per_node)
+        nnodes, workers = counts(command, step.per_node) or (None, 1)
         agents = step.nodes * step.tasks
         index = int(env["SLURM_NODEID"]) * step.tasks + int(env["SLURM_LOCALID"])
         specs = []
@@ -174,8 +174,8 @@ def _ranks(
             found += contradictions(command, spec)
             result.findings += [(line.number, f) for f in found if f.level != "info"]
             specs.append(spec)
-        if index == 0:
-            result.findings += [(line.number, f) for f in _agents(command, step.nodes, step.tasks)]
+        if index == 0 and nnodes is not None:
+            result.findings += [(line.number, f) for f in _agents(nnodes, step.nodes, step.tasks)]
         return specs
     except ClusterEnvError as error:
         result.findings.append((line.number, refused(error)))
@@ -204,16 +204,9 @@ def _task_command(task: list[str], env: Mapping[str, str]) -> list[str] | None:
     return task
 
 
-def _agents(command: list[str], nodes: int, tasks: int) -> list[Finding]:
-    """One torchrun agent per node must be told how many nodes there are."""
-    nnodes = next(
-        (
-            w.partition("=")[2] or command[i + 1]
-            for i, w in enumerate(command[:-1])
-            if w.startswith("--nnodes")
-        ),
-        "1",
-    )
+def _agents(nnodes: str, nodes: int, tasks: int) -> list[Finding]:
+    """One torchrun agent per node must be told how many nodes there are (``nnodes``, as
+    written)."""
     least = nnodes.partition(":")[0]
     if nodes > 1 and tasks == 1 and nnodes in ("1", "1:1"):
         return [

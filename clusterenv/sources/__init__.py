@@ -27,6 +27,7 @@ __all__ = [
     "Hints",
     "Kind",
     "Roles",
+    "command_counts",
     "command_findings",
     "detector_for",
     "findings",
@@ -113,14 +114,19 @@ def script_scheduler(physical: Sequence[str]) -> Detector:
     often; Slurm's where none is there (sbatch reads a script with no directive too)."""
     readers = [d for d in DETECTORS if d.directive]
     counts = {d: sum(line.startswith(d.directive) for line in physical) for d in readers}
-    best = max(readers, key=lambda d: (counts[d], d.source is Source.SLURM))
-    return best
+    return max(readers, key=lambda d: (counts[d], d.source is Source.SLURM))
 
 
 def node_names(env: Mapping[str, str]) -> list[str]:
     """The names the schedulers of ``env`` give the node this process runs on."""
     named = (env.get(name, "").strip() for d in _having(env) for name in d.node_name_variables)
     return [name for name in named if name]
+
+
+def command_counts(command: Sequence[str]) -> tuple[str, str] | None:
+    """The node count and workers per node the launcher of ``command`` asks for, as
+    written; ``None`` where no source reads that command line."""
+    return next(filter(None, (d.command_counts(command) for d in DETECTORS)), None)
 
 
 def command_findings(

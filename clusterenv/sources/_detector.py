@@ -188,6 +188,12 @@ class Detector(ABC):
         command names none."""
         return None
 
+    def command_counts(self, command: Sequence[str]) -> tuple[str, str] | None:
+        """The node count and the workers per node that ``command``, this launcher's
+        command line, asks for, as written (``("2", "gpu")``, ``("1:4", "8")``); ``None``
+        where it is not this launcher's, or its parser refuses it."""
+        return None
+
     def main_address_findings(
         self, spec: ResourceSpec, env: Mapping[str, str], named: str, given: str
     ) -> list[Finding]:

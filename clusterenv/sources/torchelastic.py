@@ -123,6 +123,13 @@ class TorchElasticDetector(Detector):
             )
         ]
 
+    def command_counts(self, command: Sequence[str]) -> tuple[str, str] | None:
+        """torchrun's ``--nnodes`` and ``--nproc-per-node`` as its own parser reads them."""
+        parsed = _parse(tuple(command))
+        if parsed is None or not parsed[0].endswith("--node_rank"):  # accelerate: no count
+            return None
+        return str(parsed[1].nnodes), str(parsed[1].nproc_per_node)
+
     def command_main_address(self, command: Sequence[str]) -> tuple[str, str] | None:
         """torchrun's ``--rdzv-endpoint`` (or an explicit ``--master-addr``), accelerate
         launch's ``--main_process_ip``."""

@@ -292,3 +292,12 @@ def test_heterogeneous_and_array_jobs_say_what_is_not_modelled(tmp_path: Path) -
     array = report(tmp_path, GOOD.replace("#SBATCH --nodes=2", "#SBATCH --nodes=2 --array=0-3"))
     assert array.allocation.array == "0-3"
     assert [n.line for n in array.not_modelled] == [2]
+
+
+def test_only_torchrun_is_told_it_lacks_nnodes(tmp_path: Path) -> None:
+    """The counts come from the torchrun source's own reading of its command line: an
+    accelerate launch per node (its own --num_machines) is no torchrun without --nnodes."""
+    base = GOOD.replace("--ntasks-per-node=4", "--ntasks-per-node=1")
+    accelerate = "srun accelerate launch --num_machines 2 --multi_gpu train.py"
+    result = report(tmp_path, base.replace("srun python train.py", accelerate))
+    assert "slurm.torchrun-one-node" not in named(result)
